@@ -1,0 +1,3 @@
+from rollout_equality.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""Random-matrix baseline: how often the equality condition holds by chance.
+
+Each trial draws an n × n matrix whose rows are independent and uniform on the
+probability simplex (Dirichlet(1, …, 1)) and runs :func:`equality_condition` on
+it. Trial t of size n draws from its own generator, seeded by
+``SeedSequence(seed, spawn_key=(n, t))``, so the table depends only on
+(ns, trials, seed, atol), never on how the trials are split into chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+from tqdm.auto import tqdm
+
+from rollout_equality.dobrushin import DEFAULT_ATOL, equality_condition
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ["n", "trials", "holds", "rate", "ci_low", "ci_high"]
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (scipy.stats.binomtest)."""
+    if trials <= 0:
+        raise ValueError(f"trials must be positive; got {trials}")
+    ci = binomtest(int(successes), int(trials)).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def random_stochastic(n: int, trial: int, seed: int) -> np.ndarray:
+    """Trial ``trial``'s matrix of size n: n rows drawn uniformly from the simplex."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(n, trial)))
+    return rng.dirichlet(np.ones(n), size=n)
+
+
+def count_holds(n: int, start: int, stop: int, seed: int, atol: float = DEFAULT_ATOL) -> tuple[int, int]:
+    """Run trials start..stop-1 of size n.
+
+    Returns (trials where the condition holds, trials where the characterisation
+    and the direct computation disagree).
+    """
+    batch = np.stack([random_stochastic(n, t, seed) for t in range(start, stop)])
+    result = equality_condition(batch, atol=atol)
+    return int(result.holds.sum()), int((result.holds != result.holds_direct).sum())
+
+
+def _validate(ns: Iterable[int], trials: int, chunk_size: int) -> list[int]:
+    ns = [int(n) for n in ns]
+    if not ns:
+        raise ValueError("ns is empty; give at least one matrix size")
+    bad = [n for n in ns if n < 2]
+    if bad:
+        raise ValueError(f"matrix sizes in ns must be at least 2 (n = 1 has no pair of rows); got {bad}")
+    if len(set(ns)) != len(ns):
+        raise ValueError(f"ns lists a size twice: {sorted(n for n in set(ns) if ns.count(n) > 1)}")
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1; got {trials}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1; got {chunk_size}")
+    return ns
+
+
+def random_baseline(
+    ns: Iterable[int],
+    trials: int,
+    seed: int,
+    atol: float = DEFAULT_ATOL,
+    chunk_size: int = 256,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Rate of the equality condition on uniformly random stochastic matrices.
+
+    Returns a DataFrame with one row per n, sorted by n, and columns
+    ``n, trials, holds, rate, ci_low, ci_high`` (Wilson 95% interval).
+    ``chunk_size`` bounds memory (chunk_size · n² floats at a time) and does
+    not change the result. Raises ValueError if the characterisation and the
+    direct computation disagree on any trial: that is a bug or a tolerance too
+    tight for float64 rounding, not a result.
+    """
+    ns = _validate(ns, trials, chunk_size)
+    rows = []
+    chunks = [(n, start, min(start + chunk_size, trials)) for n in sorted(ns) for start in range(0, trials, chunk_size)]
+    counts: dict[int, list[int]] = {n: [0, 0] for n in ns}
+    for n, start, stop in tqdm(chunks, desc="random baseline", unit="chunk", disable=not progress):
+        holds, disagree = count_holds(n, start, stop, seed, atol)
+        counts[n][0] += holds
+        counts[n][1] += disagree
+    for n in sorted(ns):
+        holds, disagree = counts[n]
+        if disagree:
+            raise ValueError(
+                f"n = {n}: the characterisation and the direct computation disagree on {disagree} of "
+                f"{trials} trials (atol = {atol:g}); check condition.atol against float64 rounding"
+            )
+        low, high = wilson_interval(holds, trials)
+        rows.append({"n": n, "trials": trials, "holds": holds, "rate": holds / trials, "ci_low": low, "ci_high": high})
+        log.info("n=%d: %d/%d hold (%.2f%%, 95%% CI %.2f-%.2f%%)", n, holds, trials, 100 * holds / trials, 100 * low, 100 * high)
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,0 +1,393 @@
+r"""Dobrushin coefficient, the equality condition for the rollout bound, and rollout.
+
+For a row-stochastic matrix A (n × n) the Dobrushin coefficient is
+
+    κ(A) = ½ · max_{i,j} Σ_k |A_ik − A_jk|,
+
+the largest total-variation (TV) distance between two rows. Attention rollout
+multiplies the factors ½(I + A_l); for each factor κ(½(I+A)) ≤ ½(1 + κ(A)).
+
+The equality condition
+----------------------
+Write TV_ij for the TV distance between rows i and j of A. Expanding the rows of
+B = ½(I + A) gives, for every pair i ≠ j and every entrywise non-negative A with
+entries at most 1 (row sums play no part),
+
+    TV^B_ij = ½(1 + TV_ij) − ½ · [ (A_ji − A_ii)₊ + (A_ij − A_jj)₊ ].
+
+So κ(B) = ½(1 + κ(A)) **iff** some pair i ≠ j with TV_ij = κ(A) is *mutually
+self-dominant*: A_ii ≥ A_ji and A_jj ≥ A_ij. :func:`equality_condition` reports
+this characterisation (``holds``) next to an independent check that computes
+κ(B) from B's own entries (``holds_direct``).
+
+Tolerance semantics (``atol``, a config value, default :data:`DEFAULT_ATOL`)
+--------------------------------------------------------------------------
+Each pair i < j has a *defect*
+
+    δ_ij = (κ(A) − TV_ij) + (A_ji − A_ii)₊ + (A_ij − A_jj)₊ ≥ 0,
+
+which is 0 exactly when the pair attains κ(A) and is mutually self-dominant.
+
+* ``holds`` (the characterisation): some pair has δ_ij ≤ 2·atol. At atol = 0
+  this is the characterisation word for word; with atol > 0 a pair may miss κ
+  or self-dominance by a combined 2·atol (so some pair has TV_ij ≥ κ − 2·atol
+  and is self-dominant within 2·atol).
+* ``holds_direct``: |κ(B) − ½(1 + κ(A))| ≤ atol, with κ(B) computed from B's
+  own entries.
+* ``n_max_pairs``: pairs with TV_ij ≥ κ(A) − atol (ties of the maximum).
+* ``witness``: the pair of smallest defect when ``holds``.
+
+By the identity, slack = ½(1 + κ(A)) − κ(B) = ½·min δ_ij, so both tests apply
+the same tolerance to the same quantity, reached by two independent routes:
+they agree up to float64 rounding of the sums (about n·1e-16, far below the
+default atol = 1e-9, also for inputs that were float32). Splitting the
+tolerance by criterion instead (TV within atol, each self-dominance within
+atol) makes them disagree on sparse attention, whose entries of 1e-9 and below
+are common.
+
+Edge cases
+----------
+* n = 1: there is no pair, κ(A) = 0 and κ(B) = 0 while ½(1 + κ(A)) = ½, so
+  the equality fails: ``holds = holds_direct = False``, ``n_max_pairs = 0``,
+  no witness.
+* Rank one (all rows equal, n ≥ 2): κ(A) = 0, every pair attains it and is
+  mutually self-dominant with equality, and κ(B) = ½ = ½(1 + 0): the equality
+  holds; the witness is the first pair (0, 1).
+
+Inputs
+------
+numpy arrays or torch tensors of shape (..., n, n), batched over leading
+dimensions. Everything is validated (see :func:`check_stochastic`) and analysed
+in float64. CUDA tensors are analysed on their device with ``torch.cdist``
+(float64); everything else on the CPU with a compiled kernel. Nothing is
+silently renormalised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from rollout_equality._kernels import condition_from_tv, upper_tv
+
+DEFAULT_ATOL = 1e-9
+"""Tolerance of the condition test (config key ``condition.atol``)."""
+
+DEFAULT_ROW_SUM_ATOL = 1e-5
+"""How far a row sum may stray from 1 (config key ``condition.row_sum_atol``).
+
+float32 softmax rows, and averages of them over heads, sum to 1 within ~1e-6."""
+
+
+# ----------------------------------------------------------------------------
+# Input handling
+# ----------------------------------------------------------------------------
+
+
+def _is_torch(A: Any) -> bool:
+    return type(A).__module__.split(".")[0] == "torch"
+
+
+def _is_cuda(A: Any) -> bool:
+    return _is_torch(A) and A.is_cuda
+
+
+def _to_numpy64(A: Any) -> np.ndarray:
+    if _is_torch(A):
+        return A.detach().to("cpu").double().numpy()
+    return np.asarray(A, dtype=np.float64)
+
+
+def _where(batch_shape: tuple[int, ...], flat_index: int) -> str:
+    if not batch_shape:
+        return ""
+    return f" of matrix {tuple(int(i) for i in np.unravel_index(flat_index, batch_shape))}"
+
+
+def check_stochastic(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, name: str = "A") -> np.ndarray:
+    """Validate a (batch of) row-stochastic matrices and return it as float64 numpy.
+
+    A: array or tensor of shape (..., n, n) with n ≥ 1.
+    Raises ValueError naming the problem and where it is: not square, empty,
+    NaN/inf, a negative entry, or a row whose sum differs from 1 by more than
+    ``row_sum_atol``. Nothing is renormalised.
+    """
+    M = _to_numpy64(A)
+    if M.ndim < 2 or M.shape[-1] != M.shape[-2]:
+        raise ValueError(f"{name} must have shape (..., n, n) (square matrices); got shape {M.shape}")
+    if M.shape[-1] == 0:
+        raise ValueError(f"{name} is empty (n = 0); a stochastic matrix needs at least one row")
+    if row_sum_atol < 0:
+        raise ValueError(f"row_sum_atol must be non-negative; got {row_sum_atol}")
+    batch_shape = M.shape[:-2]
+    flat = M.reshape(-1, M.shape[-1], M.shape[-1])
+    bad = ~np.isfinite(flat)
+    if bad.any():
+        b, i, k = np.argwhere(bad)[0]
+        raise ValueError(f"{name} has a non-finite entry ({flat[b, i, k]}) at row {i}, column {k}{_where(batch_shape, b)}")
+    neg = flat < 0
+    if neg.any():
+        b, i, k = np.argwhere(neg)[0]
+        raise ValueError(
+            f"{name} has a negative entry ({flat[b, i, k]:.3g}) at row {i}, column {k}{_where(batch_shape, b)}; "
+            "attention probabilities must be non-negative"
+        )
+    sums = flat.sum(axis=-1)
+    off = np.abs(sums - 1.0) > row_sum_atol
+    if off.any():
+        b, i = np.argwhere(off)[0]
+        raise ValueError(
+            f"row {i}{_where(batch_shape, b)} of {name} sums to {sums[b, i]:.10g}, not 1 "
+            f"(tolerance {row_sum_atol:g}); pass a row-stochastic matrix (use restrict() to take a "
+            "sub-block with renormalised rows)"
+        )
+    return M
+
+
+# ----------------------------------------------------------------------------
+# κ and the pairwise TV matrix
+# ----------------------------------------------------------------------------
+
+
+def _cuda_tv(M: np.ndarray, device: Any) -> np.ndarray:
+    """Full TV matrices of a float64 (batch, n, n) array, computed on a CUDA device."""
+    import torch
+
+    T = torch.as_tensor(M, dtype=torch.float64, device=device)
+    return (0.5 * torch.cdist(T, T, p=1.0)).cpu().numpy()
+
+
+def _tv_flat(M: np.ndarray, device_tensor: Any = None) -> np.ndarray:
+    """Full symmetric TV matrices of a float64 (batch, n, n) array."""
+    if device_tensor is not None:
+        return _cuda_tv(M, device_tensor.device)
+    tv = np.stack([upper_tv(m) for m in M])
+    return tv + np.swapaxes(tv, 1, 2)
+
+
+def pairwise_tv(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarray:
+    """Total-variation distances ½ Σ_k |A_ik − A_jk| between all pairs of rows.
+
+    A: (..., n, n) row-stochastic. Returns float64 (..., n, n), symmetric, zero diagonal.
+    """
+    M = check_stochastic(A, row_sum_atol)
+    n = M.shape[-1]
+    tv = _tv_flat(M.reshape(-1, n, n), A if _is_cuda(A) else None)
+    return tv.reshape(M.shape)
+
+
+def kappa(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> float | np.ndarray:
+    """Dobrushin coefficient κ(A) = max_{i,j} TV_ij.
+
+    A: (..., n, n) row-stochastic. Returns a float for one matrix, else an array
+    of shape (...). κ of a 1 × 1 matrix is 0.
+    """
+    k = pairwise_tv(A, row_sum_atol).max(axis=(-2, -1))
+    return float(k) if k.ndim == 0 else k
+
+
+# ----------------------------------------------------------------------------
+# The equality condition
+# ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    """Outcome of :func:`equality_condition`.
+
+    For a single matrix every field is a Python scalar and ``witness`` is a pair
+    ``(i, j)`` with i < j, or None. For a batch of shape (...) every field is an
+    array of shape (...) and ``witness`` has shape (..., 2) with -1 where there
+    is none.
+    """
+
+    n: int
+    holds: Any
+    holds_direct: Any
+    kappa: Any
+    kappa_half: Any
+    bound: Any
+    slack: Any
+    n_max_pairs: Any
+    witness: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a dict (the witness split into ``witness_i``, ``witness_j``)."""
+        d = {k: getattr(self, k) for k in ("n", "holds", "holds_direct", "kappa", "kappa_half", "bound", "slack", "n_max_pairs")}
+        w = self.witness
+        if isinstance(w, np.ndarray):
+            d["witness_i"], d["witness_j"] = w[..., 0], w[..., 1]
+        else:
+            d["witness_i"], d["witness_j"] = (-1, -1) if w is None else w
+        return d
+
+
+def equality_condition(
+    A: Any, atol: float = DEFAULT_ATOL, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL
+) -> ConditionResult:
+    """Test when κ(½(I+A)) = ½(1 + κ(A)), by the characterisation and directly.
+
+    A: (..., n, n) row-stochastic (numpy or torch). ``atol``: see the module
+    docstring for the tolerance semantics. Returns a :class:`ConditionResult`.
+    """
+    if not atol >= 0:
+        raise ValueError(f"atol must be non-negative; got {atol}")
+    M = check_stochastic(A, row_sum_atol)
+    n = M.shape[-1]
+    batch_shape = M.shape[:-2]
+    flat = M.reshape(-1, n, n)
+    device_tensor = A if _is_cuda(A) else None
+
+    B = 0.5 * (np.eye(n) + flat)  # κ(B) is computed from B's own entries
+    if device_tensor is not None:
+        tv_a_all = _cuda_tv(flat, device_tensor.device)
+        tv_b_all = _cuda_tv(B, device_tensor.device)
+    kap = np.empty(len(flat))
+    kappa_half = np.empty(len(flat))
+    n_max_pairs = np.empty(len(flat), dtype=np.int64)
+    witness = np.empty((len(flat), 2), dtype=np.int64)
+    for b in range(len(flat)):
+        if device_tensor is not None:
+            tv_a, tv_b = tv_a_all[b], tv_b_all[b]
+        else:
+            tv_a, tv_b = upper_tv(flat[b]), upper_tv(B[b])
+        kap[b], kappa_half[b], n_max_pairs[b], witness[b, 0], witness[b, 1] = condition_from_tv(
+            flat[b], tv_a, tv_b, atol
+        )
+    holds = witness[:, 0] >= 0
+    bound = 0.5 * (1.0 + kap)
+    slack = bound - kappa_half
+    holds_direct = np.abs(slack) <= atol
+
+    if not batch_shape:
+        return ConditionResult(
+            n=n,
+            holds=bool(holds[0]),
+            holds_direct=bool(holds_direct[0]),
+            kappa=float(kap[0]),
+            kappa_half=float(kappa_half[0]),
+            bound=float(bound[0]),
+            slack=float(slack[0]),
+            n_max_pairs=int(n_max_pairs[0]),
+            witness=(int(witness[0, 0]), int(witness[0, 1])) if holds[0] else None,
+        )
+    return ConditionResult(
+        n=n,
+        holds=holds.reshape(batch_shape),
+        holds_direct=holds_direct.reshape(batch_shape),
+        kappa=kap.reshape(batch_shape),
+        kappa_half=kappa_half.reshape(batch_shape),
+        bound=bound.reshape(batch_shape),
+        slack=slack.reshape(batch_shape),
+        n_max_pairs=n_max_pairs.reshape(batch_shape),
+        witness=witness.reshape(*batch_shape, 2),
+    )
+
+
+# ----------------------------------------------------------------------------
+# Content-token restriction
+# ----------------------------------------------------------------------------
+
+
+def restrict(A: Any, keep: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarray:
+    """The block of A on the kept tokens, each row renormalised to sum to 1.
+
+    A: (..., n, n) row-stochastic. keep: boolean mask of shape (n,) or integer
+    indices into range(n). Returns float64 (..., m, m). Raises ValueError when
+    nothing is kept, an index is out of range, or a kept row has no mass on the
+    kept tokens (it cannot be renormalised).
+    """
+    M = check_stochastic(A, row_sum_atol)
+    n = M.shape[-1]
+    keep_arr = _to_numpy_index(keep)
+    if keep_arr.dtype == bool:
+        if keep_arr.shape != (n,):
+            raise ValueError(f"keep mask must have shape ({n},) to match A; got {keep_arr.shape}")
+        idx = np.flatnonzero(keep_arr)
+    elif np.issubdtype(keep_arr.dtype, np.integer) and keep_arr.ndim == 1:
+        idx = keep_arr.astype(np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise ValueError(f"keep indices must lie in 0..{n - 1}; got {idx.min()}..{idx.max()}")
+        if len(np.unique(idx)) != len(idx):
+            raise ValueError("keep indices contain duplicates")
+    else:
+        raise ValueError(f"keep must be a boolean mask or 1-d integer indices; got dtype {keep_arr.dtype}, shape {keep_arr.shape}")
+    if idx.size == 0:
+        raise ValueError("keep selects no token; at least one token must be kept")
+    block = M[..., idx[:, None], idx[None, :]]
+    mass = block.sum(axis=-1, keepdims=True)
+    empty = mass[..., 0] <= 0
+    if empty.any():
+        pos = np.argwhere(empty)[0]
+        row = idx[pos[-1]]
+        where = f" of matrix {tuple(int(p) for p in pos[:-1])}" if len(pos) > 1 else ""
+        raise ValueError(
+            f"kept row {row}{where} puts no attention on the kept tokens and cannot be renormalised"
+        )
+    return block / mass
+
+
+def _to_numpy_index(keep: Any) -> np.ndarray:
+    if _is_torch(keep):
+        return keep.detach().cpu().numpy()
+    return np.asarray(keep)
+
+
+# ----------------------------------------------------------------------------
+# Rollout
+# ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RolloutResult:
+    """κ of attention rollout against its bounds, at every depth.
+
+    Each field has shape (L, ...) for L layers; entry l refers to the rollout
+    through layers 0..l, R_l = B_l ⋯ B_0 with B_l = ½(I + A_l):
+
+    * ``kappa_rollout``: κ(R_l), computed from the product itself;
+    * ``product_kappa_half``: Π_{m≤l} κ(B_m);
+    * ``product_bound``: Π_{m≤l} ½(1 + κ(A_m)).
+
+    Submultiplicativity of κ gives kappa_rollout ≤ product_kappa_half ≤ product_bound.
+    """
+
+    kappa_rollout: np.ndarray
+    product_kappa_half: np.ndarray
+    product_bound: np.ndarray
+
+
+def rollout(layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> RolloutResult:
+    """κ of the rollout Π ½(I + A_l), the product of κ(½(I + A_l)), and the product bound.
+
+    layers: a sequence of L matrices of shape (..., n, n), or an array (L, ..., n, n).
+    """
+    if _is_torch(layers) or isinstance(layers, np.ndarray):
+        stack = check_stochastic(layers, row_sum_atol, name="layers")
+        if stack.ndim < 3:
+            raise ValueError(f"layers must have shape (L, ..., n, n); got {stack.shape}")
+    else:
+        if len(layers) == 0:
+            raise ValueError("rollout needs at least one layer")
+        mats = [check_stochastic(A, row_sum_atol, name=f"layer {l}") for l, A in enumerate(layers)]
+        shapes = {m.shape for m in mats}
+        if len(shapes) != 1:
+            raise ValueError(f"all layers must have the same shape; got {sorted(shapes)}")
+        stack = np.stack(mats)
+    n = stack.shape[-1]
+    eye = np.eye(n)
+    B = 0.5 * (eye + stack)
+    kappa_B = kappa(B, row_sum_atol)
+    kappa_A = kappa(stack, row_sum_atol)
+    R = np.empty_like(B)
+    R[0] = B[0]
+    for layer in range(1, len(B)):
+        R[layer] = B[layer] @ R[layer - 1]
+    # row sums of a product drift by at most the sum of the factors' drifts
+    return RolloutResult(
+        kappa_rollout=np.asarray(kappa(R, row_sum_atol * len(B))),
+        product_kappa_half=np.cumprod(np.asarray(kappa_B), axis=0),
+        product_bound=np.cumprod(0.5 * (1.0 + np.asarray(kappa_A)), axis=0),
+    )

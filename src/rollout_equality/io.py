@@ -1,0 +1,74 @@
+"""Atomic file output and logging set-up shared by every pipeline step."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
+
+    A step that fails half-way leaves no file that a later step could trust.
+    The suffix is kept so that writers choosing a format by extension still work.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (UTF-8, newline as given)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+@contextlib.contextmanager
+def logging_to(log_file: str | os.PathLike | None) -> Iterator[None]:
+    """Send logging records and stderr (tqdm progress bars, warnings) to ``log_file``.
+
+    With None, log to the current stderr. Used by every workflow script so that
+    each rule's ``log:`` file holds its progress and messages.
+    """
+    handlers: list[logging.Handler]
+    if log_file is None:
+        handlers = [logging.StreamHandler(sys.stderr)]
+        stream = None
+    else:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        stream = open(log_file, "a", encoding="utf-8", buffering=1)
+        handlers = [logging.StreamHandler(stream)]
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    old_level, old_handlers = root.level, root.handlers[:]
+    for h in handlers:
+        h.setFormatter(fmt)
+    root.handlers = handlers
+    root.setLevel(logging.INFO)
+    old_stderr = sys.stderr
+    try:
+        if stream is not None:
+            sys.stderr = stream
+        yield
+    except BaseException:
+        logging.getLogger(__name__).exception("step failed")
+        raise
+    finally:
+        sys.stderr = old_stderr
+        root.handlers = old_handlers
+        root.setLevel(old_level)
+        if stream is not None:
+            stream.close()
