@@ -46,6 +46,9 @@ def baseline_figure(df: pd.DataFrame) -> plt.Figure:
         label="Dirichlet(1) rows (95% Wilson CI)",
     )
     ax.set_xscale("log", base=2)
+    ticks = [t for t in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if df["n"].min() <= t <= df["n"].max()]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel("matrix size $n$ (tokens)")
     ax.set_ylabel("condition holds (%)")
     ax.set_title("Equality condition on uniformly random stochastic matrices", fontsize=9)

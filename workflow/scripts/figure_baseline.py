@@ -1,0 +1,10 @@
+"""rule figure_baseline → rollout_equality.figures.write_baseline_figure"""
+
+import _checkout  # noqa: F401  (this checkout's library first)
+
+from rollout_equality.figures import write_baseline_figure
+from rollout_equality.io import logging_to
+from rollout_equality.tables import read_baseline
+
+with logging_to(snakemake.log[0]):
+    write_baseline_figure(read_baseline(snakemake.input.csv), snakemake.output.pdf, snakemake.output.png)

@@ -1,0 +1,9 @@
+"""rule table_baseline → rollout_equality.tables.write_baseline_latex"""
+
+import _checkout  # noqa: F401  (this checkout's library first)
+
+from rollout_equality.io import logging_to
+from rollout_equality.tables import read_baseline, write_baseline_latex
+
+with logging_to(snakemake.log[0]):
+    write_baseline_latex(read_baseline(snakemake.input.csv), snakemake.output.tex)
