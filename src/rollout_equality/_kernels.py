@@ -15,25 +15,89 @@ import numpy as np
 
 
 @numba.njit(fastmath=True, inline="always", cache=True)
-def _row_tv(A, out, i):
+def _pair_tv(A, out, i, j):
+    n = A.shape[1]
+    s = 0.0
+    for k in range(n):
+        s += abs(A[i, k] - A[j, k])
+    out[i, j] = 0.5 * s
+
+
+@numba.njit(fastmath=True, inline="always", cache=True)
+def _block_tv(A, out, i0):
+    """TV of rows i0..i0+3 against every later row.
+
+    Pairs go in 4 × 4 tiles: each loaded element serves four pairs, so the loop
+    is bound by arithmetic rather than by reading rows from cache (1.3-1.6×
+    faster than one pair at a time at n = 257 and 1370).
+    """
     n = A.shape[0]
-    for j in range(i + 1, n):
-        s = 0.0
+    i1 = min(i0 + 4, n)
+    for i in range(i0, i1):
+        for j in range(i + 1, i1):
+            _pair_tv(A, out, i, j)
+    if i1 - i0 < 4:  # the last, partial block has no later rows
+        return
+    r0, r1, r2, r3 = A[i0], A[i0 + 1], A[i0 + 2], A[i0 + 3]
+    j = i1
+    while j + 3 < n:
+        b0, b1, b2, b3 = A[j], A[j + 1], A[j + 2], A[j + 3]
+        s00 = s01 = s02 = s03 = 0.0
+        s10 = s11 = s12 = s13 = 0.0
+        s20 = s21 = s22 = s23 = 0.0
+        s30 = s31 = s32 = s33 = 0.0
         for k in range(n):
-            s += abs(A[i, k] - A[j, k])
-        out[i, j] = 0.5 * s
+            x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
+            y0, y1, y2, y3 = b0[k], b1[k], b2[k], b3[k]
+            s00 += abs(x0 - y0)
+            s01 += abs(x0 - y1)
+            s02 += abs(x0 - y2)
+            s03 += abs(x0 - y3)
+            s10 += abs(x1 - y0)
+            s11 += abs(x1 - y1)
+            s12 += abs(x1 - y2)
+            s13 += abs(x1 - y3)
+            s20 += abs(x2 - y0)
+            s21 += abs(x2 - y1)
+            s22 += abs(x2 - y2)
+            s23 += abs(x2 - y3)
+            s30 += abs(x3 - y0)
+            s31 += abs(x3 - y1)
+            s32 += abs(x3 - y2)
+            s33 += abs(x3 - y3)
+        out[i0, j] = 0.5 * s00
+        out[i0, j + 1] = 0.5 * s01
+        out[i0, j + 2] = 0.5 * s02
+        out[i0, j + 3] = 0.5 * s03
+        out[i0 + 1, j] = 0.5 * s10
+        out[i0 + 1, j + 1] = 0.5 * s11
+        out[i0 + 1, j + 2] = 0.5 * s12
+        out[i0 + 1, j + 3] = 0.5 * s13
+        out[i0 + 2, j] = 0.5 * s20
+        out[i0 + 2, j + 1] = 0.5 * s21
+        out[i0 + 2, j + 2] = 0.5 * s22
+        out[i0 + 2, j + 3] = 0.5 * s23
+        out[i0 + 3, j] = 0.5 * s30
+        out[i0 + 3, j + 1] = 0.5 * s31
+        out[i0 + 3, j + 2] = 0.5 * s32
+        out[i0 + 3, j + 3] = 0.5 * s33
+        j += 4
+    for jj in range(j, n):
+        for i in range(i0, i1):
+            _pair_tv(A, out, i, jj)
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
 def _upper_tv_kernel(A, out):
-    # Row i costs n - 1 - i pair sums; pairing row t with row n-1-t gives every
-    # work item the same cost, so the static schedule of prange stays balanced.
-    n = A.shape[0]
-    half = (n + 1) // 2
+    # Block b (rows 4b..4b+3) costs about n - 4b; pairing block t with the last
+    # but t gives every work item the same cost, so prange's static schedule
+    # stays balanced.
+    n_blocks = (A.shape[0] + 3) // 4
+    half = (n_blocks + 1) // 2
     for t in numba.prange(half):
-        _row_tv(A, out, t)
-        if n - 1 - t != t:
-            _row_tv(A, out, n - 1 - t)
+        _block_tv(A, out, 4 * t)
+        if n_blocks - 1 - t != t:
+            _block_tv(A, out, 4 * (n_blocks - 1 - t))
 
 
 def upper_tv(A: np.ndarray) -> np.ndarray:
