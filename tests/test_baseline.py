@@ -10,7 +10,7 @@ from rollout_equality.baseline import COLUMNS, random_baseline, random_stochasti
 
 
 def test_table_shape_and_columns():
-    df = random_baseline([5, 3], trials=50, seed=1, progress=False)
+    df = random_baseline([5, 3], trials=50, seed=1, show_progress=False)
     assert list(df.columns) == COLUMNS
     assert df["n"].tolist() == [3, 5]  # sorted by n
     assert (df["trials"] == 50).all()
@@ -19,10 +19,10 @@ def test_table_shape_and_columns():
 
 
 def test_deterministic_and_independent_of_chunking():
-    a = random_baseline([4, 9], trials=300, seed=7, chunk_size=300, progress=False)
-    b = random_baseline([9, 4], trials=300, seed=7, chunk_size=7, progress=False)
+    a = random_baseline([4, 9], trials=300, seed=7, chunk_size=300, show_progress=False)
+    b = random_baseline([9, 4], trials=300, seed=7, chunk_size=7, show_progress=False)
     pd.testing.assert_frame_equal(a, b)
-    c = random_baseline([4, 9], trials=300, seed=8, progress=False)
+    c = random_baseline([4, 9], trials=300, seed=8, show_progress=False)
     assert not a["holds"].equals(c["holds"])
 
 
@@ -61,7 +61,7 @@ def test_wilson_interval_matches_formula():
 def test_bad_arguments_raise(kwargs, message):
     args = {"ns": [4], "trials": 10, "seed": 0, **kwargs}
     with pytest.raises(ValueError, match=message):
-        random_baseline(progress=False, **args)
+        random_baseline(show_progress=False, **args)
 
 
 def test_paper_claim_24_to_30_percent():
@@ -71,6 +71,6 @@ def test_paper_claim_24_to_30_percent():
     estimates pin the claim down. Measured here: about 29% at n = 5, 25–26% from
     n = 16 up (n = 3 and 4 lie above the range: 33% and 31%).
     """
-    df = random_baseline([5, 16, 64, 256], trials=8000, seed=2024, progress=False)
+    df = random_baseline([5, 16, 64, 256], trials=8000, seed=2024, show_progress=False)
     assert ((df["ci_high"] - df["ci_low"]) < 0.02).all()
     assert df["rate"].between(0.24, 0.30).all(), df.to_string()

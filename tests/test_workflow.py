@@ -71,7 +71,7 @@ def test_offline_suite_end_to_end_is_deterministic(tmp_path):
     a, b = runs
 
     table = pd.read_csv(a / "results/baseline/random_baseline.csv")
-    expected = random_baseline([3, 8, 17], trials=120, seed=3, chunk_size=50, progress=False)
+    expected = random_baseline([3, 8, 17], trials=120, seed=3, chunk_size=50, show_progress=False)
     pd.testing.assert_frame_equal(table, expected, check_exact=False, atol=1e-6)
 
     tex = (a / "paper/tables/baseline.tex").read_text()

@@ -15,9 +15,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
-from tqdm.auto import tqdm
-
 from rollout_equality.dobrushin import DEFAULT_ATOL, equality_condition
+from rollout_equality.io import progress
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +70,7 @@ def random_baseline(
     seed: int,
     atol: float = DEFAULT_ATOL,
     chunk_size: int = 256,
-    progress: bool = True,
+    show_progress: bool = True,
 ) -> pd.DataFrame:
     """Rate of the equality condition on uniformly random stochastic matrices.
 
@@ -86,7 +85,7 @@ def random_baseline(
     rows = []
     chunks = [(n, start, min(start + chunk_size, trials)) for n in sorted(ns) for start in range(0, trials, chunk_size)]
     counts: dict[int, list[int]] = {n: [0, 0] for n in ns}
-    for n, start, stop in tqdm(chunks, desc="random baseline", unit="chunk", disable=not progress):
+    for n, start, stop in progress(chunks, desc="random baseline", unit="chunk", disable=not show_progress):
         holds, disagree = count_holds(n, start, stop, seed, atol)
         counts[n][0] += holds
         counts[n][1] += disagree

@@ -72,3 +72,20 @@ def logging_to(log_file: str | os.PathLike | None) -> Iterator[None]:
         root.setLevel(old_level)
         if stream is not None:
             stream.close()
+
+
+def progress(iterable, desc: str, unit: str = "it", disable: bool = False, **kwargs):
+    """A tqdm progress bar on stderr: live in a terminal, one line every 10 s in a log file."""
+    from tqdm.auto import tqdm
+
+    interactive = sys.stderr.isatty()
+    return tqdm(
+        iterable,
+        desc=desc,
+        unit=unit,
+        disable=disable,
+        file=sys.stderr,
+        mininterval=0.1 if interactive else 10.0,
+        ascii=not interactive,
+        **kwargs,
+    )

@@ -1,0 +1,55 @@
+"""The repository keeps its promises: README commands, CI, conda environments."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def readme_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    quick = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return [block.strip() for block in re.findall(r"```bash\n(.*?)```", quick, flags=re.S)]
+
+
+def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one():
+    commands = readme_commands()
+    assert len(commands) == 2 and all("\n" not in c for c in commands)
+    install_and_run, install_and_test = commands
+    assert install_and_run.endswith("snakemake --cores 2 offline")
+    assert install_and_test.endswith("pytest")
+    ci_lines = (REPO / ".ci/run").read_text().splitlines()
+    assert install_and_test in ci_lines
+
+
+def test_every_rule_has_log_and_an_existing_conda_env():
+    for smk in (REPO / "workflow/rules").glob("*.smk"):
+        text = smk.read_text()
+        rules = re.split(r"^rule ", text, flags=re.M)[1:]
+        for rule in rules:
+            name = rule.split(":", 1)[0]
+            assert "\n    log:" in rule, f"rule {name} in {smk.name} has no log:"
+            env = re.search(r'\n    conda:\n        "([^"]+)"', rule)
+            assert env, f"rule {name} in {smk.name} has no conda:"
+            assert (smk.parent / env.group(1)).resolve().is_file(), f"rule {name}: {env.group(1)} missing"
+
+
+def test_conda_envs_pin_what_pyproject_requires():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    required = {}
+    for dep in project["dependencies"]:
+        name, bound = re.match(r"([A-Za-z0-9_.-]+)>=([\d.]+)", dep).groups()
+        required[name.lower()] = bound
+    conda_names = {"matplotlib": "matplotlib-base"}
+    env = yaml.safe_load((REPO / "envs/core.yaml").read_text())
+    pins = {}
+    for dep in env["dependencies"]:
+        name, bound = re.match(r"([A-Za-z0-9_.-]+) >=([\d.]+)", dep).groups()
+        pins[name] = bound
+    # snakemake, pyyaml and jsonschema run in the controlling process, not in rule environments
+    for name in set(required) - {"snakemake", "pyyaml", "jsonschema"}:
+        conda_name = conda_names.get(name, name)
+        assert pins.get(conda_name) == required[name], f"envs/core.yaml: {conda_name} >={required[name]} expected"
