@@ -11,17 +11,25 @@ configfile: "config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/baseline.smk"
+include: "workflow/rules/models.smk"
 include: "workflow/rules/reporting.smk"
 
 
 rule all:
-    """The paper: for now the random-matrix baseline (models join with later steps)."""
+    """The paper: the random-matrix baseline and every experiment of the `paper` suite."""
     input:
         PAPER_TARGETS,
     default_target: True
 
 
 rule offline:
-    """Every output that can be produced without network access."""
+    """Every output that can be produced without network access (the `offline` suite)."""
     input:
         OFFLINE_TARGETS,
+
+
+rule download:
+    """Only the downloads of the paper suite (run where the network is, e.g. a login node)."""
+    input:
+        [f"resources/models/{e['model']}/model.json" for e in config["suites"]["paper"]],
+        [f"resources/data/{e['dataset']}/manifest.json" for e in config["suites"]["paper"]],

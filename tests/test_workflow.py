@@ -12,9 +12,31 @@ import yaml
 from rollout_equality.baseline import random_baseline
 
 REPO = Path(__file__).resolve().parents[1]
+from models_tiny import FAMILIES, MINILM
+
 TINY = {
     "condition": {"atol": 1e-9, "row_sum_atol": 1e-5},
     "baseline": {"seed": 3, "trials": 120, "ns": [3, 8, 17], "chunk_size": 50},
+    "extraction": {"device": "cpu", "batch_size": 2, "max_tokens": 32, "dump_inputs": 1},
+    "models": {
+        "minilm": {"backend": "transformers", "modality": "text", "local": MINILM},
+        "tiny_dinov2_reg": {"backend": "transformers", "modality": "image",
+                            "random_init": {"seed": 0, **FAMILIES["dinov2_reg"][2]}},
+        "tiny_timm_deit": {"backend": "timm", "modality": "image",
+                           "random_init": {"seed": 0, **FAMILIES["timm_deit_distilled"][2]}},
+    },
+    "datasets": {
+        "pydoc": {"modality": "text", "source": {"pydoc_topics": True}, "n": 3, "seed": 0, "min_words": 10, "max_words": 30},
+        "photos": {"modality": "image", "source": {"skimage": ["astronaut", "coffee", "camera"]}, "n": 3, "seed": 0},
+    },
+    "suites": {
+        "paper": [],
+        "offline": [
+            {"model": "minilm", "dataset": "pydoc"},
+            {"model": "tiny_dinov2_reg", "dataset": "photos"},
+            {"model": "tiny_timm_deit", "dataset": "photos"},
+        ],
+    },
 }
 
 
@@ -48,6 +70,9 @@ def test_repository_config_is_valid(tmp_path):
         (lambda c: c["baseline"].update(trials="many"), "instance['baseline']['trials']"),
         (lambda c: c["condition"].update(atol=-1), "instance['condition']['atol']"),
         (lambda c: c["baseline"].update(ns=[1, 5]), "instance['baseline']['ns'][0]"),
+        (lambda c: c["models"]["minilm"].update(backend="keras"), "keras"),
+        (lambda c: c["datasets"]["pydoc"].update(sead=1), "sead"),
+        (lambda c: c["extraction"].update(device="tpu"), "tpu"),
     ],
 )
 def test_bad_config_fails_naming_the_key(tmp_path, mutate, named):
@@ -57,6 +82,16 @@ def test_bad_config_fails_naming_the_key(tmp_path, mutate, named):
     out = res.stdout + res.stderr
     assert res.returncode != 0
     assert "ValidationError" in out and named in out, out
+
+
+def test_suite_naming_an_unknown_model_fails(tmp_path):
+    config = yaml.safe_load(yaml.safe_dump(TINY))
+    config["suites"]["offline"].append({"model": "gpt5", "dataset": "pydoc"})
+    res = snakemake(tmp_path, "-n", "offline", config=config)
+    assert res.returncode != 0 and "model 'gpt5' is not defined" in res.stdout + res.stderr
+    config["suites"]["offline"][-1] = {"model": "minilm", "dataset": "photos"}
+    res = snakemake(tmp_path, "-n", "offline", config=config)
+    assert res.returncode != 0 and "reads text but data set 'photos' holds image" in res.stdout + res.stderr
 
 
 @pytest.mark.slow
@@ -81,5 +116,21 @@ def test_offline_suite_end_to_end_is_deterministic(tmp_path):
     log = (a / "results/logs/random_baseline.log").read_text()
     assert "random baseline" in log and "n=17:" in log  # progress bar and summary went to the log
 
-    for rel in ("results/baseline/random_baseline.csv", "paper/tables/baseline.tex", "paper/figures/baseline_rate.pdf"):
+    records = pd.read_parquet(a / "results/records/tiny_dinov2_reg/photos.parquet")
+    assert len(records) == 3 * 2 * 2  # inputs × layers × token sets
+    assert set(records.loc[records.token_set == "all", "n_tokens"]) == {21}  # 16 patches + CLS + 4 registers
+    assert set(records.loc[records.token_set == "content", "n_tokens"]) == {16}
+    deit = pd.read_parquet(a / "results/records/tiny_timm_deit/photos.parquet")
+    n_all = deit.loc[deit.token_set == "all", "n_tokens"].to_numpy()
+    n_content = deit.loc[deit.token_set == "content", "n_tokens"].to_numpy()
+    assert (n_all - n_content == 2).all()  # CLS and distillation token
+    minilm = pd.read_csv(a / "results/summaries/minilm/pydoc.csv")
+    assert set(minilm["token_set"]) == {"content", "all"} and (minilm["agreement"] == 1).all()
+    assert len(minilm) == 2 * 7  # 6 layers + pooled, per token set
+    assert (a / "results/attention/minilm/pydoc.npz").stat().st_size > 0
+    assert "measure" in (a / "results/logs/measure/minilm/pydoc.log").read_text()
+
+    for rel in ("results/baseline/random_baseline.csv", "paper/tables/baseline.tex", "paper/figures/baseline_rate.pdf",
+                "results/summaries/minilm/pydoc.csv", "results/summaries/tiny_dinov2_reg/photos.csv",
+                "results/summaries/tiny_timm_deit/photos.csv", "resources/data/pydoc/manifest.json"):
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), f"{rel} differs between identical runs"

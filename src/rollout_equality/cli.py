@@ -44,6 +44,53 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_prepare(args: argparse.Namespace) -> int:
+    import yaml
+
+    from rollout_equality.data import prepare
+    from rollout_equality.io import logging_to
+
+    spec = yaml.safe_load(Path(args.spec).read_text()) if args.spec.endswith((".yaml", ".yml")) else json.loads(args.spec)
+    with logging_to(args.log):
+        prepare(args.name, spec, args.out)
+    return 0
+
+
+def _cmd_measure(args: argparse.Namespace) -> int:
+    from rollout_equality.extract import load
+    from rollout_equality.io import logging_to
+    from rollout_equality.measure import measure, measure_inputs
+    from rollout_equality.models import prepare_model
+    from rollout_equality.records import write_records
+
+    with logging_to(args.log):
+        src = args.model
+        spec = {"backend": args.backend, "modality": args.modality}
+        if src.startswith("package:") or Path(src).expanduser().is_dir():
+            spec["local"] = src
+        else:
+            spec["hub"] = {"id": src, "revision": args.revision}
+        name = args.name or Path(src.removeprefix("package:")).name
+        info = prepare_model(name, spec, args.resources, Path(args.resources) / name / "model.json")
+        common = dict(batch_size=args.batch_size, atol=args.atol, row_sum_atol=args.row_sum_atol)
+        if args.data:
+            measure(info, args.data, args.out, model=name, dataset=Path(args.data).name, device=args.device,
+                    max_tokens=args.max_tokens, **common)
+            return 0
+        if args.texts:
+            inputs = [line.strip() for line in Path(args.texts).read_text(encoding="utf-8").splitlines() if line.strip()]
+            ids, dataset = [f"line-{i + 1}" for i in range(len(inputs))], Path(args.texts).name
+        else:
+            from PIL import Image
+
+            inputs = [Image.open(p).convert("RGB") for p in args.images]
+            ids, dataset = [Path(p).name for p in args.images], "images"
+        extractor = load(info, args.device, max_tokens=args.max_tokens)
+        rows, rollout_rows, _ = measure_inputs(extractor, ids, inputs, model=name, dataset=dataset, **common)
+        write_records(args.out, rows, rollout_rows, {"model": info, "dataset": {"name": dataset}})
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rollout-equality", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -63,6 +110,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="CSV to write")
     p.add_argument("--log", default=None, help="log file (default: stderr)")
     p.set_defaults(func=_cmd_baseline)
+
+    p = sub.add_parser("prepare", help="prepare a data set (images or text segments) with its manifest")
+    p.add_argument("name")
+    p.add_argument("spec", help="the data set's config entry as JSON, or a YAML file holding it")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--log", default=None)
+    p.set_defaults(func=_cmd_prepare)
+
+    p = sub.add_parser("measure", help="records of one model on a prepared data set or a list of texts / images")
+    p.add_argument("--model", required=True, help="hub id, local directory, or package:MODULE")
+    p.add_argument("--revision", default="main", help="hub revision (pin a commit)")
+    p.add_argument("--backend", choices=["transformers", "timm"], default="transformers")
+    p.add_argument("--modality", choices=["text", "image"], required=True)
+    p.add_argument("--name", default=None, help="model name in the records (default: last part of --model)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", help="a prepared data set folder (with manifest.json)")
+    src.add_argument("--texts", help="a text file, one input per line")
+    src.add_argument("--images", nargs="+", help="image files")
+    p.add_argument("--out", required=True, help="records file (.parquet); rollout records go beside it")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--max-tokens", type=int, default=None, help="truncate text inputs to this many tokens")
+    p.add_argument("--atol", type=float, default=DEFAULT_ATOL)
+    p.add_argument("--row-sum-atol", type=float, default=DEFAULT_ROW_SUM_ATOL)
+    p.add_argument("--resources", default="resources/models", help="where hub snapshots and model.json go")
+    p.add_argument("--log", default=None)
+    p.set_defaults(func=_cmd_measure)
     return parser
 
 
@@ -70,9 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as err:
+    except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except RuntimeError as err:  # ModelUnavailableError and friends: a message, not a traceback
+        print(f"error: {err}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -1,9 +1,43 @@
+import re
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
 
 validate(config, "../schemas/config.schema.yaml")
+
+
+MODELS = config["models"]
+DATASETS = config["datasets"]
+
+
+def _check_suites():
+    """Every experiment names a known model and data set of the same modality."""
+    for suite, experiments in config["suites"].items():
+        for exp in experiments:
+            model, dataset = exp["model"], exp["dataset"]
+            if model not in MODELS:
+                raise ValueError(f"suite {suite!r}: model {model!r} is not defined under models: in the config")
+            if dataset not in DATASETS:
+                raise ValueError(f"suite {suite!r}: data set {dataset!r} is not defined under datasets: in the config")
+            if MODELS[model]["modality"] != DATASETS[dataset]["modality"]:
+                raise ValueError(
+                    f"suite {suite!r}: model {model!r} reads {MODELS[model]['modality']} "
+                    f"but data set {dataset!r} holds {DATASETS[dataset]['modality']}"
+                )
+
+
+_check_suites()
+
+
+def _alternatives(names):
+    return "|".join(re.escape(n) for n in sorted(names)) or "(?!)"
+
+
+wildcard_constraints:
+    model=_alternatives(MODELS),
+    dataset=_alternatives(DATASETS),
 
 
 BASELINE_TARGETS = [
@@ -13,5 +47,17 @@ BASELINE_TARGETS = [
     "paper/figures/baseline_rate.png",
 ]
 
-PAPER_TARGETS = BASELINE_TARGETS
-OFFLINE_TARGETS = BASELINE_TARGETS
+
+def suite_targets(suite):
+    """Records and per-layer summaries of every experiment of ``suite``."""
+    targets = []
+    for exp in config["suites"].get(suite, []):
+        targets += [
+            f"results/records/{exp['model']}/{exp['dataset']}.parquet",
+            f"results/summaries/{exp['model']}/{exp['dataset']}.csv",
+        ]
+    return targets
+
+
+PAPER_TARGETS = BASELINE_TARGETS + suite_targets("paper")
+OFFLINE_TARGETS = BASELINE_TARGETS + suite_targets("offline")

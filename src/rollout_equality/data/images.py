@@ -1,0 +1,106 @@
+"""Image sets: deterministic, class-stratified samples from a folder tree, a hub data set or sample photos.
+
+Sources (``source`` in an image data set's config entry, exactly one):
+
+* ``image_folder: DIR`` — an ImageFolder tree (one sub-folder per class, e.g. an
+  ImageNet validation set sorted into synsets) or a flat folder of images;
+* ``hf_dataset: {path, name, split, image_field, label_field}`` — a hub data set
+  through :func:`datasets.load_dataset` (e.g. an ungated ImageNet subset);
+* ``skimage: [NAME, ...]`` — photographs shipped with scikit-image
+  (``skimage.data``), real images that need no network.
+
+``n`` images are drawn with ``seed``, round-robin over classes (shuffled within
+each class), saved as RGB PNG files; models apply their own preprocessing later.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from rollout_equality.data import sha256_bytes, write_manifest
+from rollout_equality.io import atomic_path, progress
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
+
+
+def stratified_sample(labels: list[str], n: int, seed: int) -> list[int]:
+    """Indices of ``n`` items: classes in sorted order take turns, each in a seeded random order."""
+    if n > len(labels):
+        raise ValueError(f"asked for n = {n} images but the source has only {len(labels)}")
+    rng = np.random.default_rng(seed)
+    by_class: dict[str, list[int]] = defaultdict(list)
+    for i, label in enumerate(labels):
+        by_class[label].append(i)
+    queues = {c: list(rng.permutation(idx)) for c, idx in sorted(by_class.items())}
+    chosen: list[int] = []
+    while len(chosen) < n:
+        for c in sorted(queues):
+            if queues[c] and len(chosen) < n:
+                chosen.append(int(queues[c].pop(0)))
+    return chosen
+
+
+def _source(source: dict[str, Any], name: str) -> tuple[list[str], list[str], Callable[[int], Any]]:
+    """(references, labels, loader of item i as a PIL image) of an image source."""
+    from PIL import Image
+
+    kinds = [k for k in ("image_folder", "hf_dataset", "skimage") if k in source]
+    if len(kinds) != 1:
+        raise ValueError(f"data set {name!r}: give exactly one image source (image_folder, hf_dataset, skimage); got {kinds}")
+    if "image_folder" in source:
+        root = Path(source["image_folder"]).expanduser()
+        if not root.is_dir():
+            raise FileNotFoundError(f"data set {name!r}: image folder {root} does not exist")
+        files = sorted(p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not files:
+            raise FileNotFoundError(f"data set {name!r}: no image under {root}")
+        labels = [str(p.parent.relative_to(root)) for p in files]
+        return [str(p.relative_to(root)) for p in files], labels, lambda i: Image.open(files[i])
+    if "skimage" in source:
+        import skimage.data
+
+        names = list(source["skimage"])
+
+        def load(i: int):
+            array = getattr(skimage.data, names[i])()
+            if isinstance(array, tuple):  # stereo pairs: the left image
+                array = array[0]
+            return Image.fromarray(np.asarray(array))
+
+        return [f"skimage.data.{n}" for n in names], names, load
+    spec = source["hf_dataset"]
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(spec["path"], spec.get("name"), split=spec.get("split", "validation"))
+    except Exception as err:
+        raise RuntimeError(
+            f"data set {name!r}: could not load hub data set {spec['path']!r} ({type(err).__name__}: {err}). "
+            "Where the hub is unreachable, use `image_folder:` with a local ImageNet validation tree."
+        ) from err
+    label_field, image_field = spec.get("label_field", "label"), spec.get("image_field", "image")
+    labels = [str(x) for x in ds[label_field]] if label_field in ds.column_names else [""] * len(ds)
+    return [f"{spec['path']}:{i}" for i in range(len(ds))], labels, lambda i: ds[i][image_field]
+
+
+def prepare_images(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
+    out_dir = Path(out_dir)
+    refs, labels, load = _source(spec["source"], name)
+    chosen = stratified_sample(labels, spec["n"], spec["seed"])
+    items = []
+    for k, idx in enumerate(progress(chosen, desc=f"prepare {name}", unit="image")):
+        image = load(idx).convert("RGB")
+        item_id = f"{name}-{k:05d}"
+        rel = f"images/{item_id}.png"
+        with atomic_path(out_dir / rel) as tmp:
+            image.save(tmp, format="PNG")
+        pixels = np.asarray(image)
+        items.append({"id": item_id, "ref": refs[idx], "label": labels[idx], "file": rel,
+                      "size": list(image.size), "sha256": sha256_bytes(pixels.tobytes())})
+    manifest = {"name": name, "modality": "image", "source": spec["source"], "n": spec["n"], "seed": spec["seed"],
+                "pool_size": len(refs), "n_classes": len(set(labels)), "items": items}
+    return write_manifest(out_dir, manifest)

@@ -1,0 +1,88 @@
+"""Text corpora: deterministic samples of segments from local files, Python's docs or a hub data set.
+
+Sources (``source`` in a text data set's config entry, exactly one):
+
+* ``files: [GLOB, ...]`` — UTF-8 text files;
+* ``pydoc_topics: true`` — the help topics shipped with Python (``pydoc_data.topics``,
+  ~65k words of English prose; real text that needs no network);
+* ``hf_dataset: {path, name, split, text_field}`` — a hub data set through
+  :func:`datasets.load_dataset` (e.g. wikitext, SST-2).
+
+Documents are split into paragraphs at blank lines; paragraphs of at least
+``min_words`` words are kept and cut to ``max_words`` words; ``n`` of them are
+drawn with ``seed``. Models truncate further to ``extraction.max_tokens``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rollout_equality.data import sha256_bytes, write_manifest
+from rollout_equality.io import atomic_path
+
+
+def documents(source: dict[str, Any], name: str) -> list[tuple[str, str]]:
+    """(reference, text) of every document of a text source."""
+    kinds = [k for k in ("files", "pydoc_topics", "hf_dataset") if k in source]
+    if len(kinds) != 1:
+        raise ValueError(f"data set {name!r}: give exactly one text source (files, pydoc_topics, hf_dataset); got {kinds}")
+    if "files" in source:
+        paths = sorted({p for pattern in source["files"] for p in glob.glob(str(Path(pattern).expanduser()), recursive=True)})
+        if not paths:
+            raise FileNotFoundError(f"data set {name!r}: no file matches {source['files']}")
+        return [(p, Path(p).read_text(encoding="utf-8", errors="replace")) for p in paths]
+    if "pydoc_topics" in source:
+        from pydoc_data.topics import topics
+
+        return [(f"pydoc_data.topics:{key}", topics[key]) for key in sorted(topics)]
+    spec = source["hf_dataset"]
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(spec["path"], spec.get("name"), split=spec.get("split", "train"))
+    except Exception as err:
+        raise RuntimeError(
+            f"data set {name!r}: could not load hub data set {spec['path']!r} ({type(err).__name__}: {err}). "
+            "Where the hub is unreachable, prepare it on a machine with network (HF_HOME on a shared file "
+            "system) or use `files:` with local text files."
+        ) from err
+    field = spec.get("text_field", "text")
+    return [(f"{spec['path']}:{i}", row[field]) for i, row in enumerate(ds)]
+
+
+def segments(docs: list[tuple[str, str]], min_words: int, max_words: int) -> list[tuple[str, str]]:
+    """Paragraphs with at least ``min_words`` words, cut to ``max_words``, whitespace normalised."""
+    out = []
+    for ref, text in docs:
+        for k, para in enumerate(re.split(r"\n\s*\n", text)):
+            words = para.split()
+            if len(words) >= min_words:
+                out.append((f"{ref}#{k}", " ".join(words[:max_words])))
+    return out
+
+
+def prepare_text(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
+    out_dir = Path(out_dir)
+    min_words, max_words, n, seed = spec.get("min_words", 8), spec.get("max_words", 100), spec["n"], spec["seed"]
+    if not 1 <= min_words <= max_words:
+        raise ValueError(f"data set {name!r}: need 1 <= min_words <= max_words; got {min_words}, {max_words}")
+    pool = segments(documents(spec["source"], name), min_words, max_words)
+    if len(pool) < n:
+        raise ValueError(f"data set {name!r}: asked for n = {n} segments but the source has only {len(pool)} with >= {min_words} words")
+    chosen = np.random.default_rng(seed).choice(len(pool), size=n, replace=False)
+    items = []
+    with atomic_path(out_dir / "segments.jsonl") as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        for k, idx in enumerate(sorted(chosen)):
+            ref, text = pool[idx]
+            item_id = f"{name}-{k:05d}"
+            fh.write(json.dumps({"id": item_id, "ref": ref, "text": text}, ensure_ascii=False) + "\n")
+            items.append({"id": item_id, "ref": ref, "sha256": sha256_bytes(text.encode())})
+    manifest = {"name": name, "modality": "text", "source": spec["source"], "n": n, "seed": seed,
+                "min_words": min_words, "max_words": max_words, "pool_size": len(pool), "items": items}
+    return write_manifest(out_dir, manifest)

@@ -1,0 +1,55 @@
+"""Attention extraction: one backend per library, one interface.
+
+``load(info, device)`` returns an extractor for a prepared model (see
+:mod:`rollout_equality.models`). Calling it on a list of inputs (strings for
+text models, PIL images for image models) returns, for each input alone, its
+head-averaged attention over its own tokens (padding removed) and its
+special-token mask:
+
+    [(layers: float32 array (L, n, n), special: bool array (n,)), ...]
+
+Attention is read with eager attention only; a model that returns none raises.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class Extractor(Protocol):
+    n_layers: int
+
+    def __call__(self, inputs: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]: ...
+
+
+class NoAttentionError(RuntimeError):
+    """The model returned no attention probabilities."""
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; anything else is used as given."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} was asked for, but torch sees no CUDA GPU; use device: cpu or auto")
+    return device
+
+
+def load(info: dict, device: str = "cpu", max_tokens: int | None = None) -> Extractor:
+    """An extractor for the model described by ``info`` (the contents of its ``model.json``)."""
+    device = resolve_device(device)
+    if info["backend"] == "transformers":
+        from rollout_equality.extract.transformers_backend import TransformersExtractor
+
+        return TransformersExtractor(info["path"], info["modality"], device, max_tokens=max_tokens)
+    if info["backend"] == "timm":
+        if info["modality"] != "image":
+            raise ValueError(f"model {info.get('name')!r}: the timm backend reads images only")
+        from rollout_equality.extract.timm_backend import TimmExtractor
+
+        return TimmExtractor(info["path"], device)
+    raise ValueError(f"unknown backend {info['backend']!r}; use transformers or timm")

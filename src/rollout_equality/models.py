@@ -1,0 +1,158 @@
+"""Models: where their files come from and how they become a local directory.
+
+A model entry of ``config.yaml`` names its ``backend`` (``transformers`` or
+``timm``), its ``modality`` (``text`` or ``image``) and exactly one source:
+
+* ``hub: {id, revision}`` — a Hugging Face hub repository, downloaded with
+  :func:`huggingface_hub.snapshot_download` (resumable) into ``resources/``;
+* ``local: DIR`` — a directory holding ``save_pretrained`` (transformers) or
+  ``config.json`` + ``model.safetensors`` (timm) files; ``package:MODULE`` names a
+  Python package that ships weights and has ``get_model_path()``;
+* ``random_init: {seed, config | timm_name, ...}`` — the architecture built from
+  its configuration with random weights (an untrained control), saved to a
+  directory first so that it is loaded exactly like a downloaded model.
+
+Every source ends as a directory that :func:`rollout_equality.extract.load`
+reads; :func:`prepare_model` writes ``model.json`` describing it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from rollout_equality.io import write_text
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("transformers", "timm")
+MODALITIES = ("text", "image")
+
+
+class ModelUnavailableError(RuntimeError):
+    """The model's files cannot be had here (offline and not cached, or not found)."""
+
+
+def _ways_out(name: str) -> str:
+    return (
+        f"Ways out: run `snakemake download_model` for {name!r} where the hub is reachable (a login node) "
+        "and point HF_HOME at that cache on a shared file system; or set `local: /path/to/snapshot` for this "
+        "model in config.yaml; or run the offline suite (`snakemake --cores 2 offline`), which needs no network."
+    )
+
+
+def resolve_local(source: str) -> Path:
+    """A ``local:`` source as a directory: a path, or ``package:MODULE`` (its ``get_model_path()``)."""
+    if source.startswith("package:"):
+        module_name = source.removeprefix("package:")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            raise ModelUnavailableError(
+                f"package {module_name!r} is not installed; `pip install {module_name.replace('_', '-')}`"
+            ) from err
+        path = Path(module.get_model_path())
+    else:
+        path = Path(source).expanduser()
+    if not path.is_dir():
+        raise ModelUnavailableError(f"model directory {path} does not exist")
+    return path
+
+
+def download_hub(name: str, repo_id: str, revision: str, local_dir: Path) -> tuple[Path, str]:
+    """Snapshot a hub repository into ``local_dir`` (resumable); return (path, resolved commit).
+
+    Fails within seconds, naming the model and the ways out, when the hub is
+    unreachable (or HF_HUB_OFFLINE=1) and the snapshot is not cached.
+    """
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False")
+    try:
+        if offline:
+            path = snapshot_download(repo_id, revision=revision, local_files_only=True)
+            commit = Path(path).name
+        else:
+            # A short probe first: an unreachable hub otherwise costs ~30 s of retries.
+            info = HfApi().model_info(repo_id, revision=revision, timeout=10)
+            commit = info.sha or revision
+            path = snapshot_download(repo_id, revision=commit, local_dir=local_dir)
+    except LocalEntryNotFoundError as err:
+        raise ModelUnavailableError(
+            f"model {name!r} ({repo_id}@{revision}) is not in the local Hugging Face cache and "
+            f"HF_HUB_OFFLINE is set. {_ways_out(name)}"
+        ) from err
+    except Exception as err:  # connection, DNS, HTTP errors differ between versions
+        raise ModelUnavailableError(
+            f"model {name!r} ({repo_id}@{revision}) could not be downloaded: {type(err).__name__}: {err}. "
+            f"{_ways_out(name)}"
+        ) from err
+    return Path(path), commit
+
+
+def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, out_dir: Path) -> Path:
+    """Build a randomly initialised model from its configuration and save it to ``out_dir``."""
+    import torch
+
+    seed = int(spec.get("seed", 0))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    if backend == "timm":
+        from rollout_equality.extract.timm_backend import save_timm
+
+        import timm
+
+        model = timm.create_model(spec["timm_name"], pretrained=False, **spec.get("kwargs", {}))
+        save_timm(model, spec["timm_name"], out_dir, model_args=spec.get("kwargs", {}))
+        return out_dir
+
+    import transformers
+
+    config_dict = dict(spec["config"])
+    model_type = config_dict.pop("model_type")
+    if modality == "text":
+        tokenizer = transformers.AutoTokenizer.from_pretrained(resolve_local(spec["tokenizer"]))
+        config_dict.setdefault("vocab_size", len(tokenizer))
+        tokenizer.save_pretrained(out_dir)
+    else:
+        kwargs = dict(spec["image_processor"])
+        processor_cls = getattr(transformers, kwargs.pop("type"))
+        processor_cls(**kwargs).save_pretrained(out_dir)
+    config = transformers.AutoConfig.for_model(model_type, **config_dict)
+    model = transformers.AutoModel.from_config(config)
+    model.save_pretrained(out_dir)
+    return out_dir
+
+
+def prepare_model(name: str, spec: dict[str, Any], resources: str | os.PathLike, manifest: str | os.PathLike) -> dict:
+    """Make model ``name`` available as a local directory and write its ``model.json``."""
+    backend, modality = spec["backend"], spec["modality"]
+    if backend not in BACKENDS:
+        raise ValueError(f"model {name!r}: backend must be one of {BACKENDS}; got {backend!r}")
+    if modality not in MODALITIES:
+        raise ValueError(f"model {name!r}: modality must be one of {MODALITIES}; got {modality!r}")
+    sources = [k for k in ("hub", "local", "random_init") if k in spec]
+    if len(sources) != 1:
+        raise ValueError(f"model {name!r}: give exactly one of hub, local, random_init; got {sources or 'none'}")
+    info: dict[str, Any] = {"name": name, "backend": backend, "modality": modality, "source": sources[0]}
+    target = Path(resources) / name
+    if "hub" in spec:
+        path, commit = download_hub(name, spec["hub"]["id"], spec["hub"].get("revision", "main"), target / "snapshot")
+        info.update(hub_id=spec["hub"]["id"], revision=spec["hub"].get("revision", "main"), commit=commit)
+        if spec["hub"].get("revision", "main") in ("main", "master"):
+            log.warning("model %s is not pinned: resolved %s to commit %s; pin it in config.yaml", name, spec["hub"]["id"], commit)
+    elif "local" in spec:
+        path = resolve_local(spec["local"])
+        info.update(local=spec["local"])
+    else:
+        path = build_random(name, spec["random_init"], backend, modality, target / "random_init")
+        info.update(random_init=spec["random_init"])
+    info["path"] = str(Path(path).resolve())
+    write_text(manifest, json.dumps(info, indent=2, sort_keys=True) + "\n")
+    log.info("model %s ready at %s", name, info["path"])
+    return info

@@ -1,0 +1,62 @@
+"""Records: the analysis of one input, the Parquet schema, provenance and errors."""
+
+import numpy as np
+import pytest
+
+from rollout_equality.dobrushin import equality_condition, restrict, rollout
+from rollout_equality.records import (
+    LAYER_SCHEMA,
+    ROLLOUT_SCHEMA,
+    analyse_input,
+    read_metadata,
+    read_records,
+    rollout_path,
+    write_records,
+)
+
+
+def attention(L=3, n=6, seed=0):
+    return np.random.default_rng(seed).dirichlet(np.full(n, 0.5), size=(L, n)).astype(np.float32)
+
+
+def test_analyse_input_matches_the_library():
+    layers = attention()
+    special = np.array([True, False, False, False, False, True])
+    rows, ro = analyse_input(layers, special, model="m", dataset="d", input_id="i0")
+    assert len(rows) == 2 * 3 and len(ro) == 2 * 3
+    content = restrict(layers.astype(np.float64), ~special)
+    for row in rows:
+        A = content[row["layer"]] if row["token_set"] == "content" else layers[row["layer"]].astype(np.float64)
+        expected = equality_condition(A)
+        assert row["n_tokens"] == (4 if row["token_set"] == "content" else 6) and row["n_layers"] == 3
+        assert row["holds"] == expected.holds and row["kappa"] == expected.kappa
+        assert (row["witness_i"], row["witness_j"]) == (expected.witness or (-1, -1))
+    content_ro = [r for r in ro if r["token_set"] == "content"]
+    assert [r["kappa_rollout"] for r in content_ro] == pytest.approx(rollout(content).kappa_rollout.tolist())
+
+
+def test_records_round_trip_with_schema_and_provenance(tmp_path):
+    rows, ro = analyse_input(attention(), np.array([1, 0, 0, 0, 0, 0], bool), model="m", dataset="d", input_id="i0")
+    path = tmp_path / "m" / "d.parquet"
+    write_records(path, rows, ro, {"model": {"name": "m"}, "condition": {"atol": 1e-9}})
+    df = read_records(path)
+    assert list(df.columns) == LAYER_SCHEMA.names and len(df) == 6
+    assert list(read_records(path, rollout=True).columns) == ROLLOUT_SCHEMA.names
+    assert rollout_path(path).name == "d.rollout.parquet"
+    assert read_metadata(path)["condition"]["atol"] == 1e-9
+
+
+def test_analyse_input_errors():
+    with pytest.raises(ValueError, match="every token is special"):
+        analyse_input(attention(n=3), np.ones(3, bool), model="m", dataset="d", input_id="x")
+    with pytest.raises(ValueError, match="mask has shape"):
+        analyse_input(attention(n=3), np.zeros(4, bool), model="m", dataset="d", input_id="x")
+    with pytest.raises(ValueError, match="layers, n, n"):
+        analyse_input(np.eye(3), np.zeros(3, bool), model="m", dataset="d", input_id="x")
+
+
+def test_missing_records_name_the_step(tmp_path):
+    with pytest.raises(FileNotFoundError, match="run the measure step"):
+        read_records(tmp_path / "m" / "d.parquet")
+    with pytest.raises(ValueError, match="no records"):
+        write_records(tmp_path / "x.parquet", [], [], {})
