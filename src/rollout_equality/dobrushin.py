@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from rollout_equality._kernels import condition_from_tv, upper_tv
 
@@ -178,13 +179,22 @@ def pairwise_tv(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarra
     return tv.reshape(M.shape)
 
 
+def _kappa_flat(M: np.ndarray, device_tensor: Any = None) -> np.ndarray:
+    """κ of each matrix of a validated float64 (batch, n, n) array."""
+    if device_tensor is not None:
+        return _cuda_tv(M, device_tensor.device).max(axis=(1, 2))
+    return np.array([upper_tv(m).max() for m in M])
+
+
 def kappa(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> float | np.ndarray:
     """Dobrushin coefficient κ(A) = max_{i,j} TV_ij.
 
     A: (..., n, n) row-stochastic. Returns a float for one matrix, else an array
     of shape (...). κ of a 1 × 1 matrix is 0.
     """
-    k = pairwise_tv(A, row_sum_atol).max(axis=(-2, -1))
+    M = check_stochastic(A, row_sum_atol)
+    n = M.shape[-1]
+    k = _kappa_flat(M.reshape(-1, n, n), A if _is_cuda(A) else None).reshape(M.shape[:-2])
     return float(k) if k.ndim == 0 else k
 
 
@@ -326,7 +336,7 @@ def restrict(A: Any, keep: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> n
         raise ValueError(
             f"kept row {row}{where} puts no attention on the kept tokens and cannot be renormalised"
         )
-    return block / mass
+    return np.ascontiguousarray(block / mass)
 
 
 def _to_numpy_index(keep: Any) -> np.ndarray:
@@ -359,35 +369,50 @@ class RolloutResult:
     product_bound: np.ndarray
 
 
+def _stack_layers(layers: Sequence[Any] | Any, row_sum_atol: float) -> np.ndarray:
+    if _is_torch(layers) or isinstance(layers, np.ndarray):
+        stack = check_stochastic(layers, row_sum_atol, name="layers")
+        if stack.ndim < 3:
+            raise ValueError(f"layers must have shape (L, ..., n, n); got {stack.shape}")
+        return stack
+    if len(layers) == 0:
+        raise ValueError("rollout needs at least one layer")
+    mats = [check_stochastic(A, row_sum_atol, name=f"layer {l}") for l, A in enumerate(layers)]
+    shapes = {m.shape for m in mats}
+    if len(shapes) != 1:
+        raise ValueError(f"all layers must have the same shape; got {sorted(shapes)}")
+    return np.stack(mats)
+
+
+def rollout_kappa(layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarray:
+    """κ(R_l) for the rollout R_l = B_l ⋯ B_0, B_l = ½(I + A_l), at every depth l.
+
+    layers: a sequence of L matrices of shape (..., n, n), or an array (L, ..., n, n).
+    Returns an array of shape (L, ...).
+    """
+    stack = _stack_layers(layers, row_sum_atol)
+    B = 0.5 * (np.eye(stack.shape[-1]) + stack)
+    R = np.empty_like(B)
+    R[0] = B[0]
+    # One BLAS thread: a threaded BLAS keeps its threads spinning after each product,
+    # and they would compete with the TV kernel's threads that run next (1.5× slower).
+    with threadpool_limits(1, user_api="blas"):
+        for layer in range(1, len(B)):
+            R[layer] = B[layer] @ R[layer - 1]
+    # row sums of a product drift by at most the sum of the factors' drifts
+    return np.asarray(kappa(R, row_sum_atol * len(B)))
+
+
 def rollout(layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> RolloutResult:
     """κ of the rollout Π ½(I + A_l), the product of κ(½(I + A_l)), and the product bound.
 
     layers: a sequence of L matrices of shape (..., n, n), or an array (L, ..., n, n).
     """
-    if _is_torch(layers) or isinstance(layers, np.ndarray):
-        stack = check_stochastic(layers, row_sum_atol, name="layers")
-        if stack.ndim < 3:
-            raise ValueError(f"layers must have shape (L, ..., n, n); got {stack.shape}")
-    else:
-        if len(layers) == 0:
-            raise ValueError("rollout needs at least one layer")
-        mats = [check_stochastic(A, row_sum_atol, name=f"layer {l}") for l, A in enumerate(layers)]
-        shapes = {m.shape for m in mats}
-        if len(shapes) != 1:
-            raise ValueError(f"all layers must have the same shape; got {sorted(shapes)}")
-        stack = np.stack(mats)
-    n = stack.shape[-1]
-    eye = np.eye(n)
-    B = 0.5 * (eye + stack)
-    kappa_B = kappa(B, row_sum_atol)
+    stack = _stack_layers(layers, row_sum_atol)
+    kappa_B = kappa(0.5 * (np.eye(stack.shape[-1]) + stack), row_sum_atol)
     kappa_A = kappa(stack, row_sum_atol)
-    R = np.empty_like(B)
-    R[0] = B[0]
-    for layer in range(1, len(B)):
-        R[layer] = B[layer] @ R[layer - 1]
-    # row sums of a product drift by at most the sum of the factors' drifts
     return RolloutResult(
-        kappa_rollout=np.asarray(kappa(R, row_sum_atol * len(B))),
+        kappa_rollout=rollout_kappa(stack, row_sum_atol),
         product_kappa_half=np.cumprod(np.asarray(kappa_B), axis=0),
         product_bound=np.cumprod(0.5 * (1.0 + np.asarray(kappa_A)), axis=0),
     )

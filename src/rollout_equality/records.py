@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition, restrict, rollout
+from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition, restrict, rollout_kappa
 from rollout_equality.io import atomic_path
 
 TOKEN_SETS = ("content", "all")
@@ -109,12 +109,15 @@ def analyse_input(
                    "token_set": token_set, "n_tokens": n}
             row.update({k: v[layer].item() for k, v in res.items() if k != "n"})
             layer_rows.append(row)
-        ro = rollout(A, row_sum_atol)
+        # the products reuse the layers' κ(A) and κ(½(I+A)) computed above (rollout() recomputes them)
+        kappa_rollout = rollout_kappa(A, row_sum_atol)
+        product_kappa_half = np.cumprod(res["kappa_half"])
+        product_bound = np.cumprod(res["bound"])
         for depth in range(n_layers):
             rollout_rows.append(
                 {"model": model, "dataset": dataset, "input_id": input_id, "token_set": token_set, "n_tokens": n,
-                 "depth": depth, "n_layers": n_layers, "kappa_rollout": float(ro.kappa_rollout[depth]),
-                 "product_kappa_half": float(ro.product_kappa_half[depth]), "product_bound": float(ro.product_bound[depth])}
+                 "depth": depth, "n_layers": n_layers, "kappa_rollout": float(kappa_rollout[depth]),
+                 "product_kappa_half": float(product_kappa_half[depth]), "product_bound": float(product_bound[depth])}
             )
     return layer_rows, rollout_rows
 
