@@ -135,3 +135,32 @@ def test_bad_model_entries(tmp_path):
         prepare_model("m", {"backend": "keras", "modality": "text", "local": "."}, tmp_path, tmp_path / "m.json")
     with pytest.raises(ModelUnavailableError, match="does not exist"):
         prepare_model("m", {"backend": "transformers", "modality": "text", "local": str(tmp_path / "nope")}, tmp_path, tmp_path / "m.json")
+
+
+def test_cli_measure_on_a_text_list(tmp_path):
+    import pandas as pd
+
+    from rollout_equality.cli import main
+
+    (tmp_path / "lines.txt").write_text("\n".join(TEXTS) + "\n")
+    out = tmp_path / "r.parquet"
+    code = main(["measure", "--model", MINILM, "--name", "minilm", "--modality", "text", "--texts",
+                 str(tmp_path / "lines.txt"), "--out", str(out), "--resources", str(tmp_path / "models"), "--device", "cpu"])
+    assert code == 0
+    df = pd.read_parquet(out)
+    assert len(df) == 3 * 6 * 2 and set(df["input_id"]) == {"line-1", "line-2", "line-3"}
+    assert (tmp_path / "r.rollout.parquet").exists() and (tmp_path / "models/minilm/model.json").exists()
+
+
+def test_cli_measure_offline_hub_model_fails_with_a_message(tmp_path, monkeypatch, capsys):
+    from rollout_equality.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    (tmp_path / "lines.txt").write_text("hello\n")
+    code = main(["measure", "--model", "FacebookAI/roberta-base", "--modality", "text", "--texts",
+                 str(tmp_path / "lines.txt"), "--out", str(tmp_path / "r.parquet"), "--resources", str(tmp_path / "m")])
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "roberta-base" in err and "HF_HOME" in err and "Traceback" not in err
+    assert not (tmp_path / "r.parquet").exists()

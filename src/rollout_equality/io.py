@@ -64,7 +64,8 @@ def logging_to(log_file: str | os.PathLike | None) -> Iterator[None]:
             sys.stderr = stream
         yield
     except BaseException:
-        logging.getLogger(__name__).exception("step failed")
+        if stream is not None:  # the log file gets the traceback; on a terminal it shows anyway
+            logging.getLogger(__name__).exception("step failed")
         raise
     finally:
         sys.stderr = old_stderr

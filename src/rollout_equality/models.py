@@ -39,9 +39,10 @@ class ModelUnavailableError(RuntimeError):
 
 def _ways_out(name: str) -> str:
     return (
-        f"Ways out: run `snakemake download_model` for {name!r} where the hub is reachable (a login node) "
-        "and point HF_HOME at that cache on a shared file system; or set `local: /path/to/snapshot` for this "
-        "model in config.yaml; or run the offline suite (`snakemake --cores 2 offline`), which needs no network."
+        f"Ways out: run `snakemake resources/models/{name}/model.json` (or `snakemake download` for the whole "
+        "paper suite) where the hub is reachable, e.g. a login node, with HF_HOME on a shared file system that "
+        f"compute jobs see; or set `local: /path/to/snapshot` for {name!r} in config.yaml; or run the offline "
+        "suite (`snakemake --cores 2 offline`), which needs no network."
     )
 
 
