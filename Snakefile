@@ -12,6 +12,7 @@ configfile: "config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/baseline.smk"
 include: "workflow/rules/models.smk"
+include: "workflow/rules/tabular.smk"
 include: "workflow/rules/reporting.smk"
 
 
@@ -33,3 +34,4 @@ rule download:
     input:
         [f"resources/models/{e['model']}/model.json" for e in config["suites"]["paper"]],
         [f"resources/data/{e['dataset']}/manifest.json" for e in config["suites"]["paper"]],
+        [f"resources/tabular/{t}/raw.parquet" for t in config["tabular"]["suites"]["paper"]],

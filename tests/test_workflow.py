@@ -29,6 +29,13 @@ TINY = {
         "pydoc": {"modality": "text", "source": {"pydoc_topics": True}, "n": 3, "seed": 0, "min_words": 10, "max_words": 30},
         "photos": {"modality": "image", "source": {"skimage": ["astronaut", "coffee", "camera"]}, "n": 3, "seed": 0},
     },
+    "tabular": {
+        "seeds": [0], "n_inputs": 10, "split": {"test": 0.2, "val": 0.2},
+        "training": {"max_epochs": 2, "patience": 2, "batch_size": 256, "device": "cpu"},
+        "datasets": {"cancer": {"task": "binclass", "source": {"sklearn": "breast_cancer"},
+                                "published": {"metric": "accuracy", "value": 0.97}}},
+        "suites": {"paper": [], "offline": ["cancer"]},
+    },
     "suites": {
         "paper": [],
         "offline": [
@@ -128,9 +135,14 @@ def test_offline_suite_end_to_end_is_deterministic(tmp_path):
     assert set(minilm["token_set"]) == {"content", "all"} and (minilm["agreement"] == 1).all()
     assert len(minilm) == 2 * 7  # 6 layers + pooled, per token set
     assert (a / "results/attention/minilm/pydoc.npz").stat().st_size > 0
+    ftt = pd.read_parquet(a / "results/records/ftt_seed0/cancer.parquet")
+    assert len(ftt) == 10 * 3 * 2 and set(ftt["n_tokens"]) == {31, 30}
+    scores = pd.read_csv(a / "results/tables/offline/ftt_scores.csv")
+    assert scores[["dataset", "seed", "metric", "published"]].values.tolist() == [["cancer", 0, "accuracy", 0.97]]
     assert "measure" in (a / "results/logs/measure/minilm/pydoc.log").read_text()
 
     for rel in ("results/baseline/random_baseline.csv", "paper/tables/baseline.tex", "paper/figures/baseline_rate.pdf",
                 "results/summaries/minilm/pydoc.csv", "results/summaries/tiny_dinov2_reg/photos.csv",
-                "results/summaries/tiny_timm_deit/photos.csv", "resources/data/pydoc/manifest.json"):
+                "results/summaries/tiny_timm_deit/photos.csv", "resources/data/pydoc/manifest.json",
+                "results/summaries/ftt_seed0/cancer.csv", "resources/tabular/cancer/data.npz"):
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), f"{rel} differs between identical runs"

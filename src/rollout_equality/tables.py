@@ -69,3 +69,19 @@ def layer_rates(records: pd.DataFrame) -> pd.DataFrame:
                      "ci_low": low, "ci_high": high, "agreement": float((g["holds"] == g["holds_direct"]).mean()),
                      "mean_n_tokens": float(g["n_tokens"].mean())})
     return pd.DataFrame(rows)
+
+
+def ftt_scores(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
+    """FT-Transformer test scores per data set and seed, beside the published value."""
+    import json
+    from pathlib import Path
+
+    rows = []
+    for path in metrics_files:
+        m = json.loads(Path(path).read_text())
+        pub = m.get("published") or {}
+        rows.append({"dataset": m["dataset"], "seed": m["seed"], "metric": m["metric"], "test": m["test"],
+                     "published": pub.get("value") if pub.get("metric") == m["metric"] else None,
+                     "best_epoch": m["best_epoch"], "epochs": m["epochs"], "seconds_per_epoch": m["seconds_per_epoch"],
+                     "seconds_total": m["seconds_total"], "n_train": m["n_train"]})
+    return pd.DataFrame(rows).sort_values(["dataset", "seed"], kind="stable").reset_index(drop=True)

