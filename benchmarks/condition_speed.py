@@ -15,23 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
+from _timing import median_time
 
 from rollout_equality.dobrushin import DEFAULT_ATOL, equality_condition
 from rollout_equality.reference import naive_condition
-
-
-def median_time(fn, repeats: int) -> float:
-    fn()  # warm-up: compilation, caches, allocator
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def cuda_device():

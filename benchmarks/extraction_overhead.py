@@ -15,11 +15,10 @@ A measurement script, not a test: medians of --repeats after a warm-up.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
+from _timing import median_time
 import torch
 import yaml
 
@@ -70,16 +69,6 @@ def build(spec: dict):
         return list(model(**inp, output_attentions=True).attentions), n_prefix
 
     return plain, with_attention, x
-
-
-def median_time(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def full_step(with_attention, x):

@@ -20,6 +20,19 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def load_hub_dataset(name: str, spec: dict[str, Any], default_split: str, way_out: str):
+    """A hub data set through :func:`datasets.load_dataset`, or an error naming the data set and ``way_out``."""
+    import datasets
+
+    try:
+        return datasets.load_dataset(spec["path"], spec.get("name"), split=spec.get("split", default_split))
+    except Exception as err:
+        raise RuntimeError(
+            f"data set {name!r}: could not load hub data set {spec['path']!r} ({type(err).__name__}: {err}). "
+            f"Where the hub is unreachable, {way_out}"
+        ) from err
+
+
 def write_manifest(out_dir: str | os.PathLike, manifest: dict[str, Any]) -> dict[str, Any]:
     """Write ``manifest.json`` last and atomically: its presence marks a complete data set.
 

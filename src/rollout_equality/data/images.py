@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rollout_equality.data import sha256_bytes, write_manifest
+from rollout_equality.data import load_hub_dataset, sha256_bytes, write_manifest
 from rollout_equality.io import atomic_path, progress
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
@@ -73,15 +73,7 @@ def _source(source: dict[str, Any], name: str) -> tuple[list[str], list[str], Ca
 
         return [f"skimage.data.{n}" for n in names], names, load
     spec = source["hf_dataset"]
-    import datasets
-
-    try:
-        ds = datasets.load_dataset(spec["path"], spec.get("name"), split=spec.get("split", "validation"))
-    except Exception as err:
-        raise RuntimeError(
-            f"data set {name!r}: could not load hub data set {spec['path']!r} ({type(err).__name__}: {err}). "
-            "Where the hub is unreachable, use `image_folder:` with a local ImageNet validation tree."
-        ) from err
+    ds = load_hub_dataset(name, spec, "validation", "use `image_folder:` with a local ImageNet validation tree.")
     label_field, image_field = spec.get("label_field", "label"), spec.get("image_field", "image")
     labels = [str(x) for x in ds[label_field]] if label_field in ds.column_names else [""] * len(ds)
     return [f"{spec['path']}:{i}" for i in range(len(ds))], labels, lambda i: ds[i][image_field]

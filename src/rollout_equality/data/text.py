@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from rollout_equality.data import sha256_bytes, write_manifest
+from rollout_equality.data import load_hub_dataset, sha256_bytes, write_manifest
 from rollout_equality.io import atomic_path
 
 
@@ -42,16 +42,8 @@ def documents(source: dict[str, Any], name: str) -> list[tuple[str, str]]:
 
         return [(f"pydoc_data.topics:{key}", topics[key]) for key in sorted(topics)]
     spec = source["hf_dataset"]
-    import datasets
-
-    try:
-        ds = datasets.load_dataset(spec["path"], spec.get("name"), split=spec.get("split", "train"))
-    except Exception as err:
-        raise RuntimeError(
-            f"data set {name!r}: could not load hub data set {spec['path']!r} ({type(err).__name__}: {err}). "
-            "Where the hub is unreachable, prepare it on a machine with network (HF_HOME on a shared file "
-            "system) or use `files:` with local text files."
-        ) from err
+    ds = load_hub_dataset(name, spec, "train", "prepare it on a machine with network (HF_HOME on a shared file "
+                          "system) or use `files:` with local text files.")
     field = spec.get("text_field", "text")
     return [(f"{spec['path']}:{i}", row[field]) for i, row in enumerate(ds)]
 
