@@ -101,7 +101,7 @@ def measure(
         atol=atol, row_sum_atol=row_sum_atol, dump_inputs=dump_inputs if dump_path else 0,
     )
     metadata = {
-        "model": {k: v for k, v in model_info.items()},
+        "model": dict(model_info),
         "dataset": {"name": dataset, "sha256": manifest.get("sha256"), "n": manifest.get("n")},
         "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
         "extraction": {"device": device, "batch_size": batch_size, "max_tokens": max_tokens,
