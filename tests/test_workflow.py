@@ -137,6 +137,11 @@ def test_offline_suite_end_to_end_is_deterministic(tmp_path):
     assert (a / "results/attention/minilm/pydoc.npz").stat().st_size > 0
     ftt = pd.read_parquet(a / "results/records/ftt_seed0/cancer.parquet")
     assert len(ftt) == 10 * 3 * 2 and set(ftt["n_tokens"]) == {31, 30}
+    claims = pd.read_csv(a / "results/tables/offline/claims.csv")
+    assert claims.iloc[0]["claim"].startswith("uniformly random") and set(claims["status"]) >= {"not run"}
+    assert (a / "paper/tables/offline/model_rates.tex").read_text().count("\\toprule") == 1
+    rates = pd.read_csv(a / "results/tables/offline/model_rates.csv")
+    assert set(rates["model"]) == {"minilm", "tiny_dinov2_reg", "tiny_timm_deit", "ftt_seed0"}
     scores = pd.read_csv(a / "results/tables/offline/ftt_scores.csv")
     assert scores[["dataset", "seed", "metric", "published"]].values.tolist() == [["cancer", 0, "accuracy", 0.97]]
     assert "measure" in (a / "results/logs/measure/minilm/pydoc.log").read_text()
@@ -144,5 +149,6 @@ def test_offline_suite_end_to_end_is_deterministic(tmp_path):
     for rel in ("results/baseline/random_baseline.csv", "paper/tables/baseline.tex", "paper/figures/baseline_rate.pdf",
                 "results/summaries/minilm/pydoc.csv", "results/summaries/tiny_dinov2_reg/photos.csv",
                 "results/summaries/tiny_timm_deit/photos.csv", "resources/data/pydoc/manifest.json",
-                "results/summaries/ftt_seed0/cancer.csv", "resources/tabular/cancer/data.npz"):
+                "results/summaries/ftt_seed0/cancer.csv", "resources/tabular/cancer/data.npz",
+                "results/tables/offline/claims.csv", "paper/tables/offline/model_rates.tex"):
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), f"{rel} differs between identical runs"

@@ -60,6 +60,7 @@ wildcard_constraints:
     dataset=_alternatives(DATASETS),
     tabular=_alternatives(TABULAR),
     seed=r"\d+",
+    suite=_alternatives(config["suites"]),
 
 
 BASELINE_TARGETS = [
@@ -68,6 +69,14 @@ BASELINE_TARGETS = [
     "paper/figures/baseline_rate.pdf",
     "paper/figures/baseline_rate.png",
 ]
+
+
+def suite_records(suite):
+    """Every layer-records file of ``suite`` (transformers / timm experiments and FT-Transformer seeds)."""
+    paths = [f"results/records/{e['model']}/{e['dataset']}.parquet" for e in config["suites"].get(suite, [])]
+    for table in config["tabular"]["suites"].get(suite, []):
+        paths += [f"results/records/ftt_seed{seed}/{table}.parquet" for seed in ftt_seeds(table)]
+    return paths
 
 
 def suite_targets(suite):
@@ -86,6 +95,8 @@ def suite_targets(suite):
             ]
     if config["tabular"]["suites"].get(suite):
         targets.append(f"results/tables/{suite}/ftt_scores.csv")
+    if suite_records(suite):
+        targets.append(f"results/tables/{suite}/claims.csv")
     return targets
 
 

@@ -1,0 +1,88 @@
+"""Tables and claims from a small synthetic records set with known answers."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rollout_equality.baseline import wilson_interval
+from rollout_equality.tables import claims, depth_rates, latex_tabular, model_rates, rollout_summary, write_latex
+
+
+def synthetic_records():
+    """dinov2_small: 10 inputs × 4 layers; holds everywhere on content, and in layers 0–2 with all tokens.
+    ftt_seed0 on adult: 10 inputs × 3 layers, holds for 9 of 30 pairs."""
+    rows = []
+    for i in range(10):
+        for layer in range(4):
+            for ts in ("content", "all"):
+                h = ts == "content" or layer < 3
+                rows.append({"model": "dinov2_small", "dataset": "imagenet_val", "input_id": f"x{i}", "layer": layer,
+                             "n_layers": 4, "token_set": ts, "holds": h, "holds_direct": h})
+        for layer in range(3):
+            h = (i * 3 + layer) % 10 < 3
+            rows.append({"model": "ftt_seed0", "dataset": "adult", "input_id": f"t{i}", "layer": layer, "n_layers": 3,
+                         "token_set": "content", "holds": h, "holds_direct": h})
+    return pd.DataFrame(rows)
+
+
+def test_model_rates_known_answers():
+    rates = model_rates(synthetic_records())
+    r = rates.set_index(["model", "token_set"])
+    assert r.loc[("dinov2_small", "content"), "rate"] == 1.0 and r.loc[("dinov2_small", "all"), "rate"] == 0.75
+    assert r.loc[("dinov2_small", "all"), "pairs"] == 40 and r.loc[("dinov2_small", "all"), "inputs"] == 10
+    low, high = wilson_interval(30, 40)
+    assert r.loc[("dinov2_small", "all"), "ci_low"] == pytest.approx(low)
+    assert r.loc[("dinov2_small", "all"), "ci_high"] == pytest.approx(high)
+    assert r.loc[("ftt_seed0", "content"), "rate"] == pytest.approx(0.3)
+    assert (rates["agreement"] == 1).all()
+
+
+def test_depth_rates_show_late_failures():
+    d = depth_rates(synthetic_records())
+    allt = d[(d.model == "dinov2_small") & (d.token_set == "all")].sort_values("layer")
+    assert allt["rate"].tolist() == [1, 1, 1, 0] and allt["depth"].tolist() == pytest.approx([0, 1 / 3, 2 / 3, 1])
+
+
+def test_claims_statuses():
+    rates = model_rates(synthetic_records())
+    baseline = pd.DataFrame({"n": [3, 16, 256], "trials": 10000, "holds": [3300, 2550, 2500], "rate": [0.33, 0.255, 0.25],
+                             "ci_low": [0.32, 0.246, 0.242], "ci_high": [0.34, 0.264, 0.259]})
+    c = claims(rates, baseline)
+    first = c.iloc[0]
+    assert first["status"] == "reproduced" and first["ours"] == "25.0%–25.5%" and "n = 3, 4" in first["note"]
+    got = {(row.claim[:10], row.subject.split(" ")[0]): row.status for row in c.itertuples()}
+    assert got[("DINOv2 (3 ", "dinov2_small")] == "reproduced"          # 100% content
+    assert got[("the same m", "dinov2_small")] == "reproduced"          # 75% [60%, 86%] meets 82–97%
+    assert got[("DINOv2 (3 ", "dinov2_base")] == "not run"
+    assert got[("DeiT-B: 91", "deit_base")] == "not run"
+    ftt = c[c.subject.str.startswith("ftt:adult")]
+    assert len(ftt) == 1 and ftt.iloc[0]["status"] == "reproduced"     # 30% within 11–44%
+    assert c[c.subject.str.startswith("ftt:california")].iloc[0]["status"] == "not run"
+    far = model_rates(synthetic_records().assign(holds=False, holds_direct=False))
+    assert claims(far, None).set_index("subject").loc["dinov2_small on imagenet_val"].iloc[0]["status"] == "not reproduced"
+
+
+def test_rollout_summary():
+    ro = pd.DataFrame({"model": "m", "dataset": "d", "input_id": ["a", "a", "b", "b"], "token_set": "all", "n_tokens": 5,
+                       "depth": [0, 1, 0, 1], "n_layers": 2, "kappa_rollout": [0.9, 0.5, 0.9, 0.7],
+                       "product_kappa_half": [0.9, 0.5, 0.9, 0.8], "product_bound": [0.95, 0.6, 0.95, 0.9]})
+    s = rollout_summary(ro).iloc[0]
+    assert s["inputs"] == 2 and s["kappa_rollout"] == pytest.approx(0.6) and s["tight_half"] == 0.5 and s["tight_bound"] == 0
+
+
+def test_latex_tables_parse_and_compile(tmp_path):
+    rates = model_rates(synthetic_records())
+    tex = latex_tabular(rates, formats={"rate": "{:.3f}"})
+    assert tex.startswith("\\begin{tabular}") and "\\toprule" in tex and "dinov2\\_small" in tex
+    assert tex.count("\\\\") == len(rates) + 1
+    write_latex(claims(rates, None), tmp_path / "claims.tex", "records")
+    write_latex(rates, tmp_path / "rates.tex", "records")
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex not installed: parsed only")
+    (tmp_path / "doc.tex").write_text("\\documentclass{article}\\usepackage{booktabs}\\usepackage[utf8]{inputenc}"
+                                      "\\begin{document}\\input{claims}\\input{rates}\\end{document}\n")
+    res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "doc.tex"], cwd=tmp_path, capture_output=True)
+    assert res.returncode == 0, res.stdout[-3000:]
