@@ -35,3 +35,15 @@ rule download:
         [f"resources/models/{e['model']}/model.json" for e in config["suites"]["paper"]],
         [f"resources/data/{e['dataset']}/manifest.json" for e in config["suites"]["paper"]],
         [f"resources/tabular/{t}/raw.parquet" for t in config["tabular"]["suites"]["paper"]],
+
+
+rule paper:
+    """The paper's PDF from the paper suite (needs TeX; see README)."""
+    input:
+        "paper/suite-paper.pdf",
+
+
+rule paper_offline:
+    """The paper's PDF built from the offline suite's numbers."""
+    input:
+        "paper/suite-offline.pdf",

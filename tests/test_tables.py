@@ -86,3 +86,33 @@ def test_latex_tables_parse_and_compile(tmp_path):
                                       "\\begin{document}\\input{claims}\\input{rates}\\end{document}\n")
     res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "doc.tex"], cwd=tmp_path, capture_output=True)
     assert res.returncode == 0, res.stdout[-3000:]
+
+
+def test_suite_figures_and_paper(tmp_path, monkeypatch):
+    """Figures from records files; the paper's TeX check names the way out when TeX is missing."""
+    import shutil as _shutil
+
+    from rollout_equality import figures
+    from rollout_equality.records import analyse_input, write_records
+
+    rng = np.random.default_rng(0)
+    paths = []
+    for model in ("m1", "m2"):
+        rows, ro = [], []
+        for i in range(3):
+            layers = rng.dirichlet(np.full(6, 0.4), size=(4, 6))
+            special = np.array([True, False, False, False, False, True])
+            r, o = analyse_input(layers, special, model=model, dataset="d", input_id=f"x{i}")
+            rows += r
+            ro += o
+        path = tmp_path / "records" / model / "d.parquet"
+        write_records(path, rows, ro, {})
+        paths.append(path)
+    dump = tmp_path / "attention" / "m1" / "d.npz"
+    dump.parent.mkdir(parents=True)
+    np.savez(dump, **{"x0/attention": layers.astype(np.float32), "x0/special": special})
+    written = figures.write_suite_figures(paths, [dump], tmp_path / "figs")
+    assert len(written) == 8 and all(p.stat().st_size > 1000 for p in written)
+    monkeypatch.setattr(_shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="apt-get install texlive-latex-base"):
+        figures.build_paper(tmp_path, "offline")

@@ -1,6 +1,7 @@
 """The Snakemake workflow: config validation, lint, and an end-to-end offline run."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -145,6 +146,15 @@ def test_offline_suite_end_to_end_is_deterministic(tmp_path):
     scores = pd.read_csv(a / "results/tables/offline/ftt_scores.csv")
     assert scores[["dataset", "seed", "metric", "published"]].values.tolist() == [["cancer", 0, "accuracy", 0.97]]
     assert "measure" in (a / "results/logs/measure/minilm/pydoc.log").read_text()
+
+    for figure in ("depth", "slack", "rollout", "heatmap"):
+        assert (a / f"paper/figures/offline/{figure}.png").stat().st_size > 5000
+    if shutil.which("latexmk"):  # CI installs TeX: the paper builds from the offline suite's outputs
+        (a / "paper").mkdir(exist_ok=True)
+        shutil.copy(REPO / "paper/main.tex", a / "paper/main.tex")
+        res = snakemake(a, "--cores", "2", "paper_offline", config=TINY)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        assert (a / "paper/suite-offline.pdf").read_bytes()[:5] == b"%PDF-"
 
     for rel in ("results/baseline/random_baseline.csv", "paper/tables/baseline.tex", "paper/figures/baseline_rate.pdf",
                 "results/summaries/minilm/pydoc.csv", "results/summaries/tiny_dinov2_reg/photos.csv",

@@ -96,9 +96,20 @@ def suite_targets(suite):
     if config["tabular"]["suites"].get(suite):
         targets.append(f"results/tables/{suite}/ftt_scores.csv")
     if suite_records(suite):
-        targets.append(f"results/tables/{suite}/claims.csv")
+        targets += [f"results/tables/{suite}/claims.csv", f"paper/figures/{suite}/depth.pdf"]
     return targets
 
 
 PAPER_TARGETS = BASELINE_TARGETS + suite_targets("paper")
 OFFLINE_TARGETS = BASELINE_TARGETS + suite_targets("offline")
+
+
+def paper_inputs(suite):
+    return {
+        "main": "paper/main.tex",
+        "baseline_tex": "paper/tables/baseline.tex",
+        "baseline_fig": "paper/figures/baseline_rate.pdf",
+        "claims": f"paper/tables/{suite}/claims.tex",
+        "macros": f"paper/tables/{suite}/macros.tex",
+        "figures": f"paper/figures/{suite}/depth.pdf",
+    }

@@ -18,7 +18,7 @@ rule figure_baseline:
         csv="results/baseline/random_baseline.csv",
     output:
         pdf="paper/figures/baseline_rate.pdf",
-        png="paper/figures/baseline_rate.png",
+        png=report("paper/figures/baseline_rate.png", caption="../report/baseline.rst", category="Baseline"),
     log:
         "results/logs/figure_baseline.log",
     conda:
@@ -33,16 +33,53 @@ rule tables:
         records=lambda w: suite_records(w.suite),
         baseline="results/baseline/random_baseline.csv",
     output:
-        claims="results/tables/{suite}/claims.csv",
-        rates="results/tables/{suite}/model_rates.csv",
-        depth="results/tables/{suite}/depth_rates.csv",
-        rollout="results/tables/{suite}/rollout_summary.csv",
+        claims=report("results/tables/{suite}/claims.csv", caption="../report/tables.rst", category="Tables"),
+        rates=report("results/tables/{suite}/model_rates.csv", caption="../report/tables.rst", category="Tables"),
+        depth=report("results/tables/{suite}/depth_rates.csv", caption="../report/tables.rst", category="Tables"),
+        rollout=report("results/tables/{suite}/rollout_summary.csv", caption="../report/tables.rst", category="Tables"),
         tex_claims="paper/tables/{suite}/claims.tex",
         tex_rates="paper/tables/{suite}/model_rates.tex",
         tex_rollout="paper/tables/{suite}/rollout_summary.tex",
+        tex_macros="paper/tables/{suite}/macros.tex",
     log:
         "results/logs/tables/{suite}.log",
     conda:
         "../../envs/core.yaml"
     script:
         "../scripts/tables.py"
+
+
+rule figures:
+    """Rate against depth, slack, rollout against its bounds, and an attention heatmap for one suite."""
+    input:
+        records=lambda w: suite_records(w.suite),
+        dumps=lambda w: [f"results/attention/{e['model']}/{e['dataset']}.npz" for e in config["suites"].get(w.suite, [])],
+    output:
+        depth_pdf="paper/figures/{suite}/depth.pdf",
+        depth_png=report("paper/figures/{suite}/depth.png", caption="../report/depth.rst", category="Figures"),
+        slack_pdf="paper/figures/{suite}/slack.pdf",
+        slack_png=report("paper/figures/{suite}/slack.png", caption="../report/slack.rst", category="Figures"),
+        rollout_pdf="paper/figures/{suite}/rollout.pdf",
+        rollout_png=report("paper/figures/{suite}/rollout.png", caption="../report/rollout.rst", category="Figures"),
+        heatmap_pdf="paper/figures/{suite}/heatmap.pdf",
+        heatmap_png=report("paper/figures/{suite}/heatmap.png", caption="../report/heatmap.rst", category="Figures"),
+    log:
+        "results/logs/figures/{suite}.log",
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/figures.py"
+
+
+rule build_paper:
+    """paper/main.tex → paper/suite-<suite>.pdf with latexmk (says how to install TeX when it is missing)."""
+    input:
+        unpack(lambda w: paper_inputs(w.suite)),
+    output:
+        "paper/suite-{suite}.pdf",
+    log:
+        "results/logs/build_paper/{suite}.log",
+    conda:
+        "../../envs/core.yaml"
+    script:
+        "../scripts/build_paper.py"
