@@ -116,3 +116,22 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     monkeypatch.setattr(_shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="apt-get install texlive-latex-base"):
         figures.build_paper(tmp_path, "offline")
+
+
+def test_late_failure_claim_and_ftt_table():
+    from rollout_equality.tables import depth_profile, ftt_table
+
+    r = synthetic_records()
+    late = r.assign(model=r["model"].replace({"dinov2_small": "vit_base_16"}), token_set=r["token_set"].replace({"content": "x", "all": "content"}))
+    c = claims(model_rates(late), None, depth_rates(late))
+    row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[0]
+    assert row["status"] == "reproduced" and row["ours"] == "first layer below 99% at depth 1.00"
+    early = late.copy()
+    early.loc[(early["model"] == "vit_base_16") & (early["layer"] == 0), "holds"] = False
+    c = claims(model_rates(early), None, depth_rates(early))
+    row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[0]
+    assert row["status"] == "not reproduced" and row["ours"] == "first layer below 99% at depth 0.00"
+    assert depth_profile(depth_rates(r)).set_index(["model", "token_set"]).loc[("dinov2_small", "all")].iloc[-1] == "100 100 100 0"
+    scores = pd.DataFrame({"dataset": ["adult"], "seed": [0], "metric": ["accuracy"], "test": [0.86], "published": [0.86]})
+    t = ftt_table(scores, model_rates(r))
+    assert t.iloc[0]["content"] == pytest.approx(0.3) and np.isnan(t.iloc[0]["all"])

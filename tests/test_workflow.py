@@ -141,6 +141,9 @@ def test_offline_suite_end_to_end_is_deterministic(tmp_path):
     claims = pd.read_csv(a / "results/tables/offline/claims.csv")
     assert claims.iloc[0]["claim"].startswith("uniformly random") and set(claims["status"]) >= {"not run"}
     assert (a / "paper/tables/offline/model_rates.tex").read_text().count("\\toprule") == 1
+    ftt_rows = pd.read_csv(a / "results/tables/offline/ftt.csv")
+    assert ftt_rows[["dataset", "seed", "metric"]].values.tolist() == [["cancer", 0, "accuracy"]]
+    assert 0 <= ftt_rows.iloc[0]["content"] <= 1
     rates = pd.read_csv(a / "results/tables/offline/model_rates.csv")
     assert set(rates["model"]) == {"minilm", "tiny_dinov2_reg", "tiny_timm_deit", "ftt_seed0"}
     scores = pd.read_csv(a / "results/tables/offline/ftt_scores.csv")

@@ -31,6 +31,7 @@ rule tables:
     """Rates per model and per depth, the rollout summary and the claims table of one suite."""
     input:
         records=lambda w: suite_records(w.suite),
+        metrics=lambda w: ftt_metrics(w.suite),
         baseline="results/baseline/random_baseline.csv",
     output:
         claims=report("results/tables/{suite}/claims.csv", caption="../report/tables.rst", category="Tables"),
@@ -41,6 +42,9 @@ rule tables:
         tex_rates="paper/tables/{suite}/model_rates.tex",
         tex_rollout="paper/tables/{suite}/rollout_summary.tex",
         tex_macros="paper/tables/{suite}/macros.tex",
+        tex_depth="paper/tables/{suite}/depth_rates.tex",
+        ftt=report("results/tables/{suite}/ftt.csv", caption="../report/tables.rst", category="Tables"),
+        tex_ftt="paper/tables/{suite}/ftt.tex",
     log:
         "results/logs/tables/{suite}.log",
     conda:

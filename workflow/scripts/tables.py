@@ -8,4 +8,5 @@ from rollout_equality.tables import write_suite_tables
 
 with logging_to(snakemake.log[0]):
     write_suite_tables(list(snakemake.input.records), snakemake.input.baseline,
-                       Path(snakemake.output.claims).parent, Path(snakemake.output.tex_claims).parent)
+                       Path(snakemake.output.claims).parent, Path(snakemake.output.tex_claims).parent,
+                       metrics_files=list(snakemake.input.metrics))
