@@ -152,6 +152,11 @@ def test_offline_suite_end_to_end_is_deterministic(tmp_path):
 
     for figure in ("depth", "slack", "rollout", "heatmap"):
         assert (a / f"paper/figures/offline/{figure}.png").stat().st_size > 5000
+    res = snakemake(a, "--cores", "2", "--report", str(a / "report.html"), "offline", config=TINY)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
+    assert "depth.png" in report and "claims.csv" in report and "baseline_rate.png" in report
+
     if shutil.which("latexmk"):  # CI installs TeX: the paper builds from the offline suite's outputs
         (a / "paper").mkdir(exist_ok=True)
         shutil.copy(REPO / "paper/main.tex", a / "paper/main.tex")
