@@ -64,6 +64,16 @@ def test_lint_passes(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.parametrize("profile", ["default", "slurm"])
+def test_profiles_plan_the_offline_suite(tmp_path, profile):
+    """Both profiles parse and plan every job (a dry run: no SLURM controller is needed to plan)."""
+    res = snakemake(tmp_path, "-n", "--profile", str(REPO / "profiles" / profile), "offline", config=TINY)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "measure_ftt" in res.stdout and "random_baseline" in res.stdout
+    if profile == "slurm":
+        assert "slurm_partition=<partition>" in res.stdout and "cpus_per_task=8" in res.stdout
+
+
 def test_repository_config_is_valid(tmp_path):
     res = snakemake(tmp_path, "-n", "all", config=yaml.safe_load((REPO / "config.yaml").read_text()))
     assert res.returncode == 0, res.stderr
