@@ -84,8 +84,9 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
         assert a["kappa_rollout"] == pytest.approx(b["kappa_rollout"], abs=1e-5)
 
 
-def test_real_minilm_offline():
-    info = prepare_model("minilm", {"backend": "transformers", "modality": "text", "local": MINILM}, "unused", "/dev/null")
+def test_real_minilm_offline(tmp_path):
+    info = prepare_model("minilm", {"backend": "transformers", "modality": "text", "local": MINILM}, tmp_path,
+                         tmp_path / "minilm" / "model.json")
     ex = load(info, "cpu", max_tokens=128)
     assert ex.n_layers == 6 and ex.model.config.num_attention_heads == 12 and ex.model.config.hidden_size == 384
     out = ex(TEXTS)

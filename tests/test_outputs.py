@@ -70,6 +70,19 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     assert target.read_text() == "whole" and len(list(target.parent.iterdir())) == 1
 
 
+def test_atomic_path_refuses_to_replace_a_non_file(tmp_path):
+    with pytest.raises(ValueError, match="not a regular file"):
+        with atomic_path(tmp_path):
+            pass
+    with pytest.raises(ValueError, match="not a regular file"):
+        with atomic_path("/dev/null"):
+            pass
+    import stat
+    import os
+
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
 def test_cli_condition(tmp_path, capsys):
     np.save(tmp_path / "A.npy", np.eye(3)[[1, 2, 0]])
     assert main(["condition", str(tmp_path / "A.npy")]) == 0

@@ -19,6 +19,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     The suffix is kept so that writers choosing a format by extension still work.
     """
     path = Path(path)
+    if path.exists() and not path.is_file():
+        # never swap a device (e.g. /dev/null), a directory or a socket for a regular file
+        raise ValueError(f"refusing to write {path}: it exists and is not a regular file")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
     os.close(fd)
