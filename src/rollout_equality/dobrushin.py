@@ -390,7 +390,11 @@ def rollout_kappa(layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW
     layers: a sequence of L matrices of shape (..., n, n), or an array (L, ..., n, n).
     Returns an array of shape (L, ...).
     """
-    stack = _stack_layers(layers, row_sum_atol)
+    return _rollout_kappa(_stack_layers(layers, row_sum_atol), row_sum_atol)
+
+
+def _rollout_kappa(stack: np.ndarray, row_sum_atol: float) -> np.ndarray:
+    """:func:`rollout_kappa` of a validated float64 stack (L, ..., n, n)."""
     B = 0.5 * (np.eye(stack.shape[-1]) + stack)
     R = np.empty_like(B)
     R[0] = B[0]
@@ -412,7 +416,7 @@ def rollout(layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW_SUM_A
     kappa_B = kappa(0.5 * (np.eye(stack.shape[-1]) + stack), row_sum_atol)
     kappa_A = kappa(stack, row_sum_atol)
     return RolloutResult(
-        kappa_rollout=rollout_kappa(stack, row_sum_atol),
+        kappa_rollout=_rollout_kappa(stack, row_sum_atol),
         product_kappa_half=np.cumprod(np.asarray(kappa_B), axis=0),
         product_bound=np.cumprod(0.5 * (1.0 + np.asarray(kappa_A)), axis=0),
     )

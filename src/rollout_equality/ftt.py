@@ -185,22 +185,23 @@ def block_attention(model, x_cont, x_cat, check_atol: float = 1e-5) -> torch.Ten
 def measure_ftt(data_dir, model_dir, out_path, *, model_name: str, n_inputs: int, batch_size: int = 256,
                 device: str = "cpu", atol: float, row_sum_atol: float) -> None:
     """Records of a trained FT-Transformer on the first ``n_inputs`` test rows."""
-    from rollout_equality.records import analyse_input, write_records
+    from rollout_equality.measure import measure_inputs
+    from rollout_equality.records import write_records
 
     manifest, arrays, model = load_trained(data_dir, model_dir, device)
     n = min(n_inputs, len(arrays["y_test"]))
     n_tokens = 1 + len(manifest["cont_features"]) + len(manifest["cat_features"])
     special = np.zeros(n_tokens, dtype=bool)
     special[0] = True  # [CLS]; then continuous, then categorical feature tokens
-    layer_rows, rollout_rows = [], []
-    for start in progress(range(0, n, batch_size), desc=f"{model_name} on {manifest['name']}", unit="batch"):
-        idx = np.arange(start, min(start + batch_size, n))
-        att = block_attention(model, *_inputs(arrays, "test", idx, device)).cpu().numpy()
-        for b, row in enumerate(idx):
-            rows, ro = analyse_input(att[b], special, model=model_name, dataset=manifest["name"],
-                                     input_id=f"test-{row:06d}", atol=atol, row_sum_atol=row_sum_atol)
-            layer_rows += rows
-            rollout_rows += ro
+
+    def extractor(rows: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+        att = block_attention(model, *_inputs(arrays, "test", np.asarray(rows), device)).cpu().numpy()
+        return [(layers, special) for layers in att]
+
+    layer_rows, rollout_rows, _ = measure_inputs(
+        extractor, [f"test-{row:06d}" for row in range(n)], list(range(n)), model=model_name,
+        dataset=manifest["name"], batch_size=batch_size, atol=atol, row_sum_atol=row_sum_atol,
+    )
     metrics = json.loads((Path(model_dir) / "metrics.json").read_text())
     metadata = {"model": {"name": model_name, "backend": "rtdl_revisiting_models.FTTransformer", "seed": metrics["seed"],
                           "test_" + metrics["metric"]: metrics["test"]},

@@ -56,19 +56,12 @@ def layer_rates(records: pd.DataFrame) -> pd.DataFrame:
     ``agreement`` is the share of input-layer pairs where the characterisation
     and the direct computation agree. A row with layer = -1 pools all layers.
     """
-    from rollout_equality.baseline import wilson_interval
-
-    keys = ["model", "dataset", "token_set"]
-    pooled = records.assign(layer=-1)
-    rows = []
-    for (model, dataset, token_set, layer), g in pd.concat([records, pooled]).groupby(keys + ["layer"], sort=True):
-        k, n = int(g["holds"].sum()), len(g)
-        low, high = wilson_interval(k, n)
-        rows.append({"model": model, "dataset": dataset, "token_set": token_set, "layer": int(layer),
-                     "n_layers": int(g["n_layers"].iloc[0]), "pairs": n, "holds": k, "rate": k / n,
-                     "ci_low": low, "ci_high": high, "agreement": float((g["holds"] == g["holds_direct"]).mean()),
-                     "mean_n_tokens": float(g["n_tokens"].mean())})
-    return pd.DataFrame(rows)
+    keys = ["model", "dataset", "token_set", "layer"]
+    grouped = pd.concat([records, records.assign(layer=-1)]).groupby(keys, sort=True)
+    df = pd.DataFrame(_wilson_rows(grouped, keys))
+    df["n_layers"] = grouped["n_layers"].first().to_numpy()
+    df["mean_n_tokens"] = grouped["n_tokens"].mean().to_numpy().astype(float)
+    return df[keys + ["n_layers", "pairs", "holds", "rate", "ci_low", "ci_high", "agreement", "mean_n_tokens"]]
 
 
 def ftt_scores(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
