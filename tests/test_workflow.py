@@ -1,9 +1,11 @@
 """The Snakemake workflow: config validation, lint, and an end-to-end offline run."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -112,16 +114,31 @@ def test_suite_naming_an_unknown_model_fails(tmp_path):
     assert res.returncode != 0 and "reads text but data set 'photos' holds image" in res.stdout + res.stderr
 
 
-@pytest.mark.slow
-def test_offline_suite_end_to_end_is_deterministic(tmp_path):
+@pytest.fixture(scope="module")
+def local_runs(tmp_path_factory):
+    """Two local runs of the tiny offline suite, in two fresh directories, with their wall times."""
     runs = []
     for name in ("a", "b"):
-        workdir = tmp_path / name
-        workdir.mkdir()
+        workdir = tmp_path_factory.mktemp(f"local_{name}")
+        start = time.monotonic()
         res = snakemake(workdir, "--cores", "2", "offline", config=TINY)
         assert res.returncode == 0, res.stdout + res.stderr
-        runs.append(workdir)
-    a, b = runs
+        runs.append((workdir, time.monotonic() - start))
+    return runs
+
+
+def deterministic_outputs(workdir: Path) -> list[str]:
+    """Every table, summary and manifest of a run: what the same config must reproduce byte for byte."""
+    found = [p for folder in ("results/tables", "paper/tables", "results/summaries")
+             for p in (workdir / folder).rglob("*") if p.is_file()]
+    found += list((workdir / "resources").rglob("manifest.json"))
+    found += [workdir / "results/baseline/random_baseline.csv", workdir / "paper/figures/baseline_rate.pdf"]
+    return sorted(str(p.relative_to(workdir)) for p in found)
+
+
+@pytest.mark.slow
+def test_offline_suite_end_to_end_is_deterministic(local_runs):
+    (a, _), (b, _) = local_runs
 
     table = pd.read_csv(a / "results/baseline/random_baseline.csv")
     expected = random_baseline([3, 8, 17], trials=120, seed=3, chunk_size=50, show_progress=False)
@@ -174,9 +191,73 @@ def test_offline_suite_end_to_end_is_deterministic(tmp_path):
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         assert (a / "paper/suite-offline.pdf").read_bytes()[:5] == b"%PDF-"
 
-    for rel in ("results/baseline/random_baseline.csv", "paper/tables/baseline.tex", "paper/figures/baseline_rate.pdf",
-                "results/summaries/minilm/pydoc.csv", "results/summaries/tiny_dinov2_reg/photos.csv",
-                "results/summaries/tiny_timm_deit/photos.csv", "resources/data/pydoc/manifest.json",
-                "results/summaries/ftt_seed0/cancer.csv", "resources/tabular/cancer/data.npz",
-                "results/tables/offline/claims.csv", "paper/tables/offline/model_rates.tex"):
+    outputs = deterministic_outputs(a)
+    assert deterministic_outputs(b) == outputs
+    for rel in ("results/tables/offline/claims.csv", "paper/tables/offline/model_rates.tex",
+                "results/tables/offline/ftt_scores.csv", "results/summaries/ftt_seed0/cancer.csv",
+                "resources/data/pydoc/manifest.json", "resources/tabular/cancer/manifest.json"):
+        assert rel in outputs
+    outputs.append("resources/tabular/cancer/data.npz")
+    for rel in outputs:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), f"{rel} differs between identical runs"
+
+
+HARNESS = REPO / "tests/slurm/harness.sh"
+# What a site changes: partition, account, and resources that fit its nodes. Here one node of
+# `nproc` CPUs without GPUs or accounting; jobs ask for the threads the local run gives them, so
+# that training and measurement see the same thread counts.
+SLURM_SITE = [
+    "--slurm-no-account", "--slurm-init-seconds-before-status-checks", "5", "--slurm-keep-successful-logs",
+    "--set-threads", "random_baseline=2",
+    "--default-resources", "slurm_partition=debug", "mem_mb=2000", "runtime=30", "cpus_per_task=1",
+    "--set-resources", "random_baseline:cpus_per_task=2",
+    *[f"{rule}:{key}" for rule in ("measure", "train_ftt", "measure_ftt")
+      for key in ("slurm_partition=debug", "gpu=0", "mem_mb=3000", "cpus_per_task=2")],
+]
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory):
+    """A one-node SLURM (munged, slurmctld, slurmd) started by the harness and stopped afterwards."""
+    state = tmp_path_factory.mktemp("slurm")
+    res = subprocess.run(["bash", str(HARNESS), "start", str(state)], capture_output=True, text=True, timeout=900)
+    try:
+        if res.returncode == 3 and not os.environ.get("ROLLOUT_REQUIRE_SLURM"):
+            pytest.skip(f"cannot start SLURM here: {res.stderr.strip()}")
+        assert res.returncode == 0, f"the SLURM harness failed:\n{res.stdout}\n{res.stderr}"
+        yield state
+    finally:
+        subprocess.run(["bash", str(HARNESS), "stop", str(state)], timeout=120)
+
+
+@pytest.mark.slow
+def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs, slurm_cluster, tmp_path):
+    workdir = tmp_path / "slurm"
+    workdir.mkdir()
+    start = time.monotonic()
+    res = snakemake(workdir, "--profile", str(REPO / "profiles/slurm"), "--jobs", "2", *SLURM_SITE, "--", "offline",
+                    config=TINY)
+    wall = time.monotonic() - start
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-6000:]
+
+    # The jobs went through SLURM: job ids in Snakemake's output, one SLURM log per job, and the
+    # controller's own log saying each job completed with status 0. Downloads stayed local.
+    ids = re.findall(r"has been submitted with SLURM jobid (\d+)", out)
+    assert len(ids) >= 15 and len(set(ids)) == len(ids), out[-3000:]
+    logs = list((workdir / ".snakemake/slurm_logs").rglob("*.log"))
+    assert sorted(p.stem for p in logs) == sorted(ids)
+    rules = {p.relative_to(workdir / ".snakemake/slurm_logs").parts[0] for p in logs}
+    assert {"rule_measure", "rule_train_ftt", "rule_measure_ftt", "rule_random_baseline", "rule_tables"} <= rules
+    assert not rules & {"rule_download_model", "rule_prepare_data", "rule_download_openml"}
+    controller = (slurm_cluster / "slurmctld.log").read_text()
+    for job in ids:
+        assert f"_job_complete: JobId={job} WEXITSTATUS 0" in controller
+
+    # Same config, same bytes: every table, summary and manifest equals the local run's.
+    local, local_wall = local_runs[1]
+    outputs = deterministic_outputs(workdir)
+    assert outputs == deterministic_outputs(local)
+    for rel in outputs:
+        assert (workdir / rel).read_bytes() == (local / rel).read_bytes(), f"{rel} differs between SLURM and local"
+    print(f"offline suite: SLURM {wall:.0f} s with {len(ids)} jobs, local {local_wall:.0f} s")

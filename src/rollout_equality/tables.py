@@ -65,7 +65,11 @@ def layer_rates(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def ftt_scores(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
-    """FT-Transformer test scores per data set and seed, beside the published value."""
+    """FT-Transformer test scores per data set and seed, beside the published value.
+
+    Training times stay in each run's metrics.json: a table holds only what the config
+    determines, so that the same config gives byte-identical tables on any machine.
+    """
     import json
     from pathlib import Path
 
@@ -75,8 +79,7 @@ def ftt_scores(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
         pub = m.get("published") or {}
         rows.append({"dataset": m["dataset"], "seed": m["seed"], "metric": m["metric"], "test": m["test"],
                      "published": pub.get("value") if pub.get("metric") == m["metric"] else None,
-                     "best_epoch": m["best_epoch"], "epochs": m["epochs"], "seconds_per_epoch": m["seconds_per_epoch"],
-                     "seconds_total": m["seconds_total"], "n_train": m["n_train"]})
+                     "best_epoch": m["best_epoch"], "epochs": m["epochs"], "n_train": m["n_train"]})
     return pd.DataFrame(rows).sort_values(["dataset", "seed"], kind="stable").reset_index(drop=True)
 
 
