@@ -3,6 +3,7 @@
 #
 #   snakemake --cores 2 offline   # everything that runs without network
 #   snakemake --cores N           # the paper (default target `all`)
+#   snakemake --cores 2 dynamics_offline   # the dynamics study without network (`dynamics`: with ALBERT)
 #
 # Rules live in workflow/rules/*.smk; each calls one function of src/rollout_equality.
 
@@ -14,6 +15,7 @@ include: "workflow/rules/baseline.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/tabular.smk"
 include: "workflow/rules/reporting.smk"
+include: "workflow/rules/dynamics.smk"
 
 
 rule all:
@@ -47,3 +49,15 @@ rule paper_offline:
     """The paper's PDF built from the offline suite's numbers."""
     input:
         "paper/suite-offline.pdf",
+
+
+rule dynamics:
+    """The dynamics study: simulations and the trained ALBERT (needs the hub once)."""
+    input:
+        dynamics_targets("paper"),
+
+
+rule dynamics_offline:
+    """The dynamics study without network: simulations and a randomly initialised ALBERT."""
+    input:
+        dynamics_targets("offline"),

@@ -47,6 +47,26 @@ TINY = {
             {"model": "tiny_timm_deit", "dataset": "photos"},
         ],
     },
+    "dynamics": {
+        "seed": 5,
+        "simulations": {
+            "consensus": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 100, "F": {"symmetric": [1.0, 0.5, -0.3]}},
+            "bipartite": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 150, "F": {"symmetric": [1.0, 0.5, -0.3]},
+                          "radii": [0.1, 1.5], "trials": 10, "tol": 1.0e-3,
+                          "uniform_starts": 10, "betas": [0.5, 1.0]},
+            "multihead": {"n": 8, "heads": 3, "M": "random", "eta": 0.1, "beta": 1.0, "steps": 100,
+                          "F": {"real": [1.0, 0.3, -0.2], "complex": [[0.2, 0.3]]}},
+            "asymmetric": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 100,
+                           "F": {"real": [1.0, -0.2], "complex": [[0.4, 0.6]]}},
+        },
+        "albert": {"steps": 24, "max_tokens": 32, "suites": {"offline": {"model": "tiny_albert", "dataset": "pydoc"}}},
+    },
+}
+TINY["models"]["tiny_albert"] = {
+    "backend": "transformers", "modality": "text",
+    "random_init": {"seed": 0, "tokenizer": MINILM, "config": {
+        "model_type": "albert", "embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 12,
+        "num_attention_heads": 4, "intermediate_size": 64, "num_hidden_groups": 1, "inner_group_num": 1}},
 }
 
 
@@ -80,6 +100,9 @@ def test_repository_config_is_valid(tmp_path):
     res = snakemake(tmp_path, "-n", "all", config=yaml.safe_load((REPO / "config.yaml").read_text()))
     assert res.returncode == 0, res.stderr
     assert "random_baseline" in res.stdout
+    res = snakemake(tmp_path, "-n", "dynamics", config=yaml.safe_load((REPO / "config.yaml").read_text()))
+    assert res.returncode == 0, res.stderr
+    assert "unroll_albert" in res.stdout and "simulate_dynamics" in res.stdout
 
 
 @pytest.mark.parametrize(
@@ -93,6 +116,9 @@ def test_repository_config_is_valid(tmp_path):
         (lambda c: c["models"]["minilm"].update(backend="keras"), "keras"),
         (lambda c: c["datasets"]["pydoc"].update(sead=1), "sead"),
         (lambda c: c["extraction"].update(device="tpu"), "tpu"),
+        (lambda c: c["dynamics"]["simulations"]["consensus"].update(eta=0), "instance['dynamics']['simulations']['consensus']['eta']"),
+        (lambda c: c["dynamics"]["simulations"]["bipartite"].pop("radii"), "radii"),
+        (lambda c: c["dynamics"]["simulations"]["asymmetric"]["F"].update(symmetric=[1.0]), "['asymmetric']['F']"),
     ],
 )
 def test_bad_config_fails_naming_the_key(tmp_path, mutate, named):
@@ -102,6 +128,44 @@ def test_bad_config_fails_naming_the_key(tmp_path, mutate, named):
     out = res.stdout + res.stderr
     assert res.returncode != 0
     assert "ValidationError" in out and named in out, out
+
+
+def test_albert_run_naming_an_image_data_set_fails(tmp_path):
+    config = yaml.safe_load(yaml.safe_dump(TINY))
+    config["dynamics"]["albert"]["suites"]["offline"]["dataset"] = "photos"
+    res = snakemake(tmp_path, "-n", "dynamics_offline", config=config)
+    assert res.returncode != 0 and "the data set 'photos' is image; ALBERT reads text" in res.stdout + res.stderr
+
+
+@pytest.mark.slow
+def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        workdir = tmp_path / name
+        workdir.mkdir()
+        res = snakemake(workdir, "--cores", "2", "dynamics_offline", config=TINY)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        runs.append(workdir)
+    a, b = runs
+    summary = pd.read_csv(a / "results/tables/dynamics/simulations.csv")
+    assert summary["experiment"].tolist() == ["consensus", "bipartite", "multihead", "asymmetric"]
+    assert (summary["radius_v1"] < 1).all() and (summary["radius_v2"] > 1).all()
+    steps = pd.read_csv(a / "results/tables/dynamics/offline/albert_steps.csv")
+    assert steps["step"].tolist() == list(range(25)) and (steps["inputs"] == 3).all()
+    tex = (a / "paper/tables/dynamics/offline/albert.tex").read_text()
+    assert tex.count("\\\\") == 9  # header + steps 1, 2, 4, 8, 12, 16, 20, 24
+    for name in ("consensus", "bipartite", "multihead", "asymmetric", "basin", "offline/albert"):
+        assert (a / f"paper/figures/dynamics/{name}.png").stat().st_size > 5000
+    assert "unroll ALBERT" in (a / "results/logs/unroll_albert/tiny_albert/pydoc.log").read_text()
+    outputs = sorted(str(p.relative_to(a)) for folder in ("results/tables/dynamics", "paper/tables/dynamics")
+                     for p in (a / folder).rglob("*") if p.is_file())
+    outputs += ["results/dynamics/simulations/trajectory.csv", "results/dynamics/simulations/basin.csv",
+                "paper/figures/dynamics/consensus.pdf", "paper/figures/dynamics/offline/albert.pdf"]
+    assert len(outputs) == 10
+    sweep = pd.read_csv(a / "results/dynamics/simulations/beta_sweep.csv")
+    assert sweep["beta"].tolist() == [0.5, 1.0] and sweep["stable"].tolist() == [False, True]
+    for rel in outputs:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), f"{rel} differs between identical runs"
 
 
 def test_suite_naming_an_unknown_model_fails(tmp_path):

@@ -23,10 +23,10 @@ def read_baseline(path: str | os.PathLike) -> pd.DataFrame:
     return df
 
 
-def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    """Write a table as CSV atomically, floats with 6 decimals."""
+def write_csv(df: pd.DataFrame, path: str | os.PathLike, float_format: str = "%.6f") -> None:
+    """Write a table as CSV atomically, floats with 6 decimals (or ``float_format``)."""
     with atomic_path(path) as tmp:
-        df.to_csv(tmp, index=False, float_format="%.6f", lineterminator="\n")
+        df.to_csv(tmp, index=False, float_format=float_format, lineterminator="\n")
 
 
 def baseline_latex(df: pd.DataFrame) -> str:

@@ -38,6 +38,41 @@ def _check_suites():
 _check_suites()
 
 
+ALBERT_SUITES = config["dynamics"]["albert"]["suites"]
+
+
+def _check_albert_suites():
+    """The dynamics study's ALBERT runs name a known text model and text data set."""
+    for suite, exp in ALBERT_SUITES.items():
+        model, dataset = exp["model"], exp["dataset"]
+        if model not in MODELS:
+            raise ValueError(f"dynamics.albert.suites.{suite}: model {model!r} is not defined under models: in the config")
+        if dataset not in DATASETS:
+            raise ValueError(f"dynamics.albert.suites.{suite}: data set {dataset!r} is not defined under datasets: in the config")
+        for kind, spec in (("model", MODELS[model]), ("data set", DATASETS[dataset])):
+            if spec["modality"] != "text":
+                raise ValueError(f"dynamics.albert.suites.{suite}: the {kind} {exp[kind.replace('data set', 'dataset')]!r} "
+                                 f"is {spec['modality']}; ALBERT reads text")
+
+
+_check_albert_suites()
+
+
+def albert_output(suite, ext):
+    if suite not in ALBERT_SUITES:
+        raise ValueError(f"no ALBERT run for suite {suite!r}: add it under dynamics.albert.suites")
+    exp = ALBERT_SUITES[suite]
+    return f"results/dynamics/albert/{exp['model']}/{exp['dataset']}.{ext}"
+
+
+def dynamics_targets(suite):
+    """The simulations' tables and figures, and the suite's ALBERT run (when it has one)."""
+    targets = ["results/tables/dynamics/simulations.csv", "paper/figures/dynamics/consensus.pdf"]
+    if suite in ALBERT_SUITES:
+        targets += [f"results/tables/dynamics/{suite}/albert_steps.csv", f"paper/figures/dynamics/{suite}/albert.pdf"]
+    return targets
+
+
 def ftt_seeds(table):
     """Seeds trained for a table: its own `seeds`, else tabular.seeds."""
     return TABULAR[table].get("seeds", config["tabular"]["seeds"])

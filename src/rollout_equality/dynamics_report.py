@@ -1,0 +1,209 @@
+"""Outputs of the dynamics study: simulation results on disk, their tables and figures, and the
+ALBERT step table and figure (consensus and rollout contraction on one step axis)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rollout_equality.consensus import EXPERIMENTS, run_experiment
+from rollout_equality.io import atomic_path, progress, write_text
+from rollout_equality.tables import write_csv, write_latex
+
+SIMULATION_FILES = ("trajectory.csv", "stability.csv", "basin.csv", "beta_sweep.csv", "info.json", "tokens.npz")
+BETA_SWEEP_COLUMNS = ["beta", "spectral_radius", "stable", "basin_radius", "uniform_bipartite"]
+ALBERT_STEPS = (1, 2, 4, 8, 12, 16, 20, 24)
+
+
+def write_simulations(specs: dict, seed: int, out_dir: str | os.PathLike) -> None:
+    """Run the four experiments and write :data:`SIMULATION_FILES` under ``out_dir``."""
+    missing = [name for name in EXPERIMENTS if name not in specs]
+    if missing:
+        raise ValueError(f"dynamics.simulations lacks the experiment(s) {', '.join(missing)}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = {name: run_experiment(name, specs[name], seed) for name in progress(EXPERIMENTS, "simulations", "experiment")}
+    # distances and κ decay to 1e-16: keep significant digits, not decimals
+    write_csv(pd.concat([r["trajectory"] for r in results.values()], ignore_index=True), out_dir / "trajectory.csv",
+              float_format="%.10g")
+    write_csv(pd.concat([r["stability"] for r in results.values()], ignore_index=True), out_dir / "stability.csv",
+              float_format="%.10g")
+    write_csv(results["bipartite"]["basin"], out_dir / "basin.csv")
+    write_csv(results["bipartite"].get("beta_sweep", pd.DataFrame(columns=BETA_SWEEP_COLUMNS)),
+              out_dir / "beta_sweep.csv", float_format="%.10g")
+    write_text(out_dir / "info.json", json.dumps({k: r["info"] for k, r in results.items()}, indent=2, sort_keys=True) + "\n")
+    with atomic_path(out_dir / "tokens.npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **{f"{k}_tokens": r["tokens"] for k, r in results.items()},
+                                **{f"{k}_v1": r["v1"] for k, r in results.items()})
+
+
+def simulation_summary(sim_dir: str | os.PathLike) -> pd.DataFrame:
+    """One row per experiment: sizes, λ1, dominance, stability of consensus on v1 and on the
+    next eigenvector, final alignment and spread, and the bipartite basin radius."""
+    sim_dir = Path(sim_dir)
+    info = json.loads((sim_dir / "info.json").read_text())
+    stab = pd.read_csv(sim_dir / "stability.csv")
+    rows = []
+    for name in EXPERIMENTS:
+        i = info[name]
+        cons = stab[(stab["experiment"] == name) & (stab["equilibrium"] == "consensus")].sort_values("eigenvalue", ascending=False)
+        rows.append({"experiment": name, "n": i["n"], "d": i["d"], "heads": i["heads"], "lambda1": i["lambda1"],
+                     "radius_v1": cons["spectral_radius"].iloc[0],
+                     "radius_v2": cons["spectral_radius"].iloc[1] if len(cons) > 1 else np.nan,
+                     "final_abs_corr": i["final_mean_abs_corr"], "final_distance": i["final_mean_distance"],
+                     "basin_radius": i.get("basin_radius", np.nan),
+                     "uniform_starts_bipartite": _uniform_bipartite_share(i)})
+    return pd.DataFrame(rows)
+
+
+def _uniform_bipartite_share(info: dict) -> float:
+    """Share of uniformly random initial states that end in some bipartite split (NaN if not run)."""
+    counts = info.get("uniform_starts")
+    if not counts:
+        return np.nan
+    return (counts["returned"] + counts["bipartite"]) / sum(counts.values())
+
+
+def write_simulation_reports(sim_dir: str | os.PathLike, summary_csv, stability_tex, basin_tex, sweep_tex,
+                             figure_paths: list) -> None:
+    """Summary CSV, the stability, basin and β-sweep LaTeX tables, and one figure per experiment
+    plus the basin figure (PDF + PNG)."""
+    from rollout_equality import figures
+
+    sim_dir = Path(sim_dir)
+    summary = simulation_summary(sim_dir)
+    write_csv(summary, summary_csv)
+    stab = pd.read_csv(sim_dir / "stability.csv")
+    write_latex(stab.drop(columns=["residual"]), stability_tex, "results/dynamics/simulations/stability.csv",
+                formats={"eigenvalue": "{:.3f}", "spectral_radius": "{:.4f}", "predicted_radius": "{:.4f}"})
+    basin = pd.read_csv(sim_dir / "basin.csv")
+    write_latex(basin, basin_tex, "results/dynamics/simulations/basin.csv",
+                formats={"radius": "{:.2f}", "returned_rate": "{:.3f}"})
+    sweep = pd.read_csv(sim_dir / "beta_sweep.csv")
+    write_latex(sweep, sweep_tex, "results/dynamics/simulations/beta_sweep.csv",
+                formats={"beta": "{:.2f}", "spectral_radius": "{:.4f}", "basin_radius": "{:.2f}",
+                         "uniform_bipartite": "{:.3f}"})
+    traj = pd.read_csv(sim_dir / "trajectory.csv")
+    tokens = np.load(sim_dir / "tokens.npz")
+    info = json.loads((sim_dir / "info.json").read_text())
+    by_name = {Path(p).stem: [q for q in figure_paths if Path(q).stem == Path(p).stem] for p in figure_paths}
+    for name in EXPERIMENTS:
+        fig = trajectory_figure(tokens[f"{name}_tokens"], tokens[f"{name}_v1"], traj[traj["experiment"] == name], info[name])
+        figures.write_figure(fig, *by_name[name])
+    figures.write_figure(basin_figure(basin, sweep, info["bipartite"]), *by_name["basin"])
+
+
+def trajectory_figure(tokens: np.ndarray, v1: np.ndarray, traj: pd.DataFrame, info: dict):
+    """Left: tokens on S² with v1 (d = 3) or |corr(x_i, v1)| of every token (d > 3).
+    Right: spread, misalignment 1 − mean |corr| and κ of the rollout on one log axis."""
+    import matplotlib.pyplot as plt
+
+    from rollout_equality.dynamics import alignment
+
+    fig = plt.figure(figsize=(9.0, 3.6))
+    title = (f"{info['experiment']}: n={info['n']}, d={info['d']}, H={info['heads']}, "
+             f"η={info['eta']:g}, β={info['beta']:g}, λ1={info['lambda1']:.3g}")
+    if tokens.shape[-1] == 3:
+        ax = fig.add_subplot(1, 2, 1, projection="3d")
+        u, w = np.mgrid[0:2 * np.pi:40j, 0:np.pi:20j]
+        ax.plot_wireframe(np.cos(u) * np.sin(w), np.sin(u) * np.sin(w), np.cos(w), color="0.85", linewidth=0.3)
+        for i in range(tokens.shape[1]):
+            ax.plot(*tokens[:, i].T, linewidth=0.9)
+            ax.scatter(*tokens[0, i], s=8, color="0.3")
+        for sign in (1, -1):
+            ax.scatter(*(sign * v1), s=60, marker="*", color="k")
+        ax.set_box_aspect((1, 1, 1))
+        ax.set_axis_off()
+    else:
+        ax = fig.add_subplot(1, 2, 1)
+        ax.plot(np.abs(alignment(tokens, v1)), linewidth=0.8)
+        ax.set_xlabel("step")
+        ax.set_ylabel("|corr(x_i, v1)|")
+        ax.set_ylim(0, 1.02)
+    ax2 = fig.add_subplot(1, 2, 2)
+    floor = 1e-16
+    ax2.semilogy(traj["step"], np.maximum(traj["mean_distance"], floor), label="mean pairwise distance")
+    ax2.semilogy(traj["step"], np.maximum(1 - traj["mean_abs_corr"], floor), label="1 − mean |corr(x_i, v1)|")
+    ax2.semilogy(traj["step"], np.maximum(traj["kappa_rollout"], floor), label="κ(rollout up to t)")
+    ax2.semilogy(traj["step"], np.maximum(traj["kappa"], floor), label="κ(A_t)", linestyle=":")
+    ax2.set_xlabel("step t")
+    ax2.legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def basin_figure(basin: pd.DataFrame, sweep: pd.DataFrame, info: dict):
+    """Left: where perturbed bipartite states end, against the geodesic perturbation radius.
+    Right (when the β sweep ran): the split's linear stability and basin against β."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2 if len(sweep) else 1, figsize=(9.0 if len(sweep) else 5.0, 3.2), squeeze=False)
+    ax = axes[0, 0]
+    bottom = np.zeros(len(basin))
+    positions = np.arange(len(basin))
+    for kind in ("returned", "bipartite", "consensus", "other"):
+        share = basin[kind] / basin["trials"]
+        ax.bar(positions, share, bottom=bottom, width=0.8, label=kind)
+        bottom += share
+    ax.set_xticks(positions, [f"{r:g}" for r in basin["radius"]], fontsize=7)
+    ax.set_xlabel("perturbation radius (rad, every token)")
+    ax.set_ylabel("fraction of runs")
+    ax.set_title(f"±v1 split, n={info['n']}, β={info['beta']:g}: basin radius ≈ {info['basin_radius']:.2f}", fontsize=9)
+    ax.legend(fontsize=7)
+    if len(sweep):
+        ax2 = axes[0, 1]
+        ax2.plot(sweep["beta"], sweep["spectral_radius"], marker="o", label="spectral radius (linearised)")
+        ax2.axhline(1.0, color="0.6", linewidth=0.8, linestyle="--")
+        ax2.plot(sweep["beta"], sweep["basin_radius"], marker="s", label="basin radius (rad)")
+        ax2.plot(sweep["beta"], sweep["uniform_bipartite"], marker="^", label="random starts ending split")
+        ax2.set_xlabel("β (inverse temperature)")
+        ax2.legend(fontsize=7)
+        ax2.set_title("stability of the split against β", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def write_albert_reports(records_path, info_path, steps_csv, steps_tex, figure_paths: list) -> None:
+    """Per-step table (CSV, and LaTeX at the steps of :data:`ALBERT_STEPS`) and the step figure."""
+    from rollout_equality import figures
+    from rollout_equality.albert import summarise
+
+    records = pd.read_parquet(records_path)
+    info = json.loads(Path(info_path).read_text())
+    steps = summarise(records)
+    write_csv(steps, steps_csv, float_format="%.10g")
+    shown = steps[steps["step"].isin(ALBERT_STEPS)]
+    write_latex(shown, steps_tex, str(records_path),
+                formats={c: "{:.4f}" for c in ("mean_distance", "mean_abs_corr", "min_abs_corr", "kappa",
+                                               "kappa_rollout", "holds_rate")})
+    figures.write_figure(albert_figure(steps, info), *figure_paths)
+
+
+def albert_figure(steps: pd.DataFrame, info: dict):
+    """Consensus (token spread, alignment with v1) beside attention contraction (κ(A_t), κ of the
+    rollout) against the number of applications of the shared layer."""
+    import matplotlib.pyplot as plt
+
+    s = steps[steps["step"] >= 1]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.4))
+    ax.plot(steps["step"], steps["mean_distance"], marker=".", label="mean pairwise distance (normalised tokens)")
+    ax.plot(steps["step"], steps["mean_abs_corr"], marker=".", label="mean |corr(x_i, v1)|")
+    ax.plot(s["step"], s["kappa"], marker=".", label="κ(A_t)")
+    ax.plot(s["step"], s["holds_rate"], marker=".", linestyle=":", label="equality condition holds")
+    ax2.semilogy(steps["step"], steps["mean_distance"], marker=".", label="mean pairwise distance")
+    ax2.semilogy(s["step"], np.maximum(s["kappa_rollout"], 1e-16), marker=".", label="κ(rollout up to t)")
+    for a in (ax, ax2):
+        a.axvline(info["trained_depth"], color="0.6", linewidth=0.8, linestyle="--")
+        a.set_xlabel("applications of the shared layer t")
+        a.legend(fontsize=7)
+    ax.set_ylim(bottom=0)
+    fig.suptitle(f"ALBERT, {int(steps['inputs'].max())} inputs: λ1(W_O W_V) = {info['lambda1']:.3g}"
+                 f"{'' if info['dominant'] else ' (not dominant)'}; dashed: trained depth", fontsize=9)
+    fig.tight_layout()
+    return fig
