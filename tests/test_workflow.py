@@ -89,11 +89,14 @@ def test_lint_passes(tmp_path):
 @pytest.mark.parametrize("profile", ["default", "slurm"])
 def test_profiles_plan_the_offline_suite(tmp_path, profile):
     """Both profiles parse and plan every job (a dry run: no SLURM controller is needed to plan)."""
-    res = snakemake(tmp_path, "-n", "--profile", str(REPO / "profiles" / profile), "offline", config=TINY)
+    res = snakemake(tmp_path, "-n", "--profile", str(REPO / "profiles" / profile), "offline", "dynamics_offline",
+                    config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert "measure_ftt" in res.stdout and "random_baseline" in res.stdout
+    assert "measure_ftt" in res.stdout and "random_baseline" in res.stdout and "unroll_albert" in res.stdout
     if profile == "slurm":
         assert "slurm_partition=<partition>" in res.stdout and "cpus_per_task=8" in res.stdout
+        unroll = res.stdout.split("rule unroll_albert:")[1].split("\n\n")[0]
+        assert "cpus_per_task=4" in unroll and "runtime=60" in unroll, unroll  # its own resources
 
 
 def test_repository_config_is_valid(tmp_path):
