@@ -160,6 +160,10 @@ def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
     for name in ("consensus", "bipartite", "multihead", "asymmetric", "basin", "offline/albert"):
         assert (a / f"paper/figures/dynamics/{name}.png").stat().st_size > 5000
     assert "unroll ALBERT" in (a / "results/logs/unroll_albert/tiny_albert/pydoc.log").read_text()
+    res = snakemake(a, "--cores", "2", "--report", str(a / "report.html"), "dynamics_offline", config=TINY)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
+    assert "albert.png" in report and "basin.png" in report and "simulations.csv" in report
     outputs = sorted(str(p.relative_to(a)) for folder in ("results/tables/dynamics", "paper/tables/dynamics")
                      for p in (a / folder).rglob("*") if p.is_file())
     outputs += ["results/dynamics/simulations/trajectory.csv", "results/dynamics/simulations/basin.csv",

@@ -25,11 +25,14 @@ rule report_simulations:
     input:
         rules.simulate_dynamics.output,
     output:
-        summary="results/tables/dynamics/simulations.csv",
+        summary=report("results/tables/dynamics/simulations.csv", caption="../report/dynamics.rst", category="Dynamics"),
         stability="paper/tables/dynamics/stability.tex",
         basin="paper/tables/dynamics/basin.tex",
         sweep="paper/tables/dynamics/beta_sweep.tex",
-        figures=expand("paper/figures/dynamics/{name}.{ext}", name=SIMULATION_FIGURES, ext=["pdf", "png"]),
+        figures=[
+            report(f, caption="../report/dynamics.rst", category="Dynamics") if f.endswith(".png") else f
+            for f in expand("paper/figures/dynamics/{name}.{ext}", name=SIMULATION_FIGURES, ext=["pdf", "png"])
+        ],
     log:
         "results/logs/report_simulations.log",
     conda:
@@ -68,9 +71,10 @@ rule report_albert:
         records=lambda w: albert_output(w.suite, "parquet"),
         info=lambda w: albert_output(w.suite, "json"),
     output:
-        steps="results/tables/dynamics/{suite}/albert_steps.csv",
+        steps=report("results/tables/dynamics/{suite}/albert_steps.csv", caption="../report/albert.rst", category="Dynamics"),
         tex="paper/tables/dynamics/{suite}/albert.tex",
-        figures=expand("paper/figures/dynamics/{{suite}}/albert.{ext}", ext=["pdf", "png"]),
+        pdf="paper/figures/dynamics/{suite}/albert.pdf",
+        png=report("paper/figures/dynamics/{suite}/albert.png", caption="../report/albert.rst", category="Dynamics"),
     log:
         "results/logs/report_albert/{suite}.log",
     conda:

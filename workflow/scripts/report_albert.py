@@ -7,4 +7,4 @@ from rollout_equality.io import logging_to
 
 with logging_to(snakemake.log[0]):
     out = snakemake.output
-    write_albert_reports(snakemake.input.records, snakemake.input.info, out.steps, out.tex, list(out.figures))
+    write_albert_reports(snakemake.input.records, snakemake.input.info, out.steps, out.tex, [out.pdf, out.png])
