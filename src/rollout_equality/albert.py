@@ -14,7 +14,6 @@ rollout Π ½(I + A_s) up to that step and whether the equality condition holds 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
@@ -164,22 +163,15 @@ def summarise(records: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def write_info(info: dict, path: str | os.PathLike) -> None:
-    from rollout_equality.io import write_text
-
-    write_text(path, json.dumps(info, indent=2, sort_keys=True) + "\n")
-
-
 def write_albert(model_info: dict, data_manifest: str | os.PathLike, records_path: str | os.PathLike,
                  info_path: str | os.PathLike, steps: int, max_tokens: int, atol: float = DEFAULT_ATOL,
                  row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> pd.DataFrame:
     """Unroll every input of a prepared text data set; write the records (Parquet, provenance in
     its metadata) and the layer's eigen-information (JSON), each atomically."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from rollout_equality.data import load_inputs
-    from rollout_equality.io import atomic_path
+    from rollout_equality.io import write_json, write_parquet
 
     ids, texts, manifest = load_inputs(Path(data_manifest).parent)
     if manifest["modality"] != "text":
@@ -188,12 +180,8 @@ def write_albert(model_info: dict, data_manifest: str | os.PathLike, records_pat
     info.update({"model": {k: model_info.get(k) for k in ("name", "source", "hub_id", "revision", "commit") if k in model_info},
                  "dataset": {"name": manifest.get("name"), "n": len(ids), "sha256": manifest.get("sha256")},
                  "condition": {"atol": atol, "row_sum_atol": row_sum_atol}})
-    table = pa.Table.from_pandas(records, preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           b"rollout_equality": json.dumps(info, sort_keys=True).encode()})
-    with atomic_path(records_path) as tmp:
-        pq.write_table(table, tmp)
-    write_info(info, info_path)
+    write_parquet(pa.Table.from_pandas(records, preserve_index=False), records_path, info)
+    write_json(info_path, info)
     first, last = summarise(records).iloc[[0, -1]].to_dict("records")
     log.info("unrolled %d inputs for %d steps: mean pairwise distance %.4f -> %.4f, mean |corr(x, v1)| %.4f -> %.4f",
              len(ids), steps, first["mean_distance"], last["mean_distance"], first["mean_abs_corr"], last["mean_abs_corr"])

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.consensus import EXPERIMENTS, run_experiment
-from rollout_equality.io import atomic_path, progress, write_text
+from rollout_equality.io import atomic_path, progress, write_json
 from rollout_equality.tables import write_csv, write_latex
 
 SIMULATION_FILES = ("trajectory.csv", "stability.csv", "basin.csv", "beta_sweep.csv", "info.json", "tokens.npz")
@@ -35,7 +35,7 @@ def write_simulations(specs: dict, seed: int, out_dir: str | os.PathLike) -> Non
     write_csv(results["bipartite"]["basin"], out_dir / "basin.csv")
     write_csv(results["bipartite"].get("beta_sweep", pd.DataFrame(columns=BETA_SWEEP_COLUMNS)),
               out_dir / "beta_sweep.csv", float_format="%.10g")
-    write_text(out_dir / "info.json", json.dumps({k: r["info"] for k, r in results.items()}, indent=2, sort_keys=True) + "\n")
+    write_json(out_dir / "info.json", {k: r["info"] for k, r in results.items()})
     with atomic_path(out_dir / "tokens.npz") as tmp:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **{f"{k}_tokens": r["tokens"] for k, r in results.items()},

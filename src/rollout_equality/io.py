@@ -39,6 +39,26 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def write_json(path: str | os.PathLike, obj, **dumps_kwargs) -> None:
+    """Write ``obj`` as indented JSON with sorted keys and a final newline, atomically."""
+    import json
+
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, **dumps_kwargs) + "\n")
+
+
+def write_parquet(table, path: str | os.PathLike, metadata: dict) -> None:
+    """Write a pyarrow ``table`` atomically, ``metadata`` (JSON) under the schema key
+    ``rollout_equality`` beside whatever metadata the table already carries."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           b"rollout_equality": json.dumps(metadata, sort_keys=True).encode()})
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+
+
 @contextlib.contextmanager
 def logging_to(log_file: str | os.PathLike | None) -> Iterator[None]:
     """Send logging records and stderr (tqdm progress bars, warnings) to ``log_file``.

@@ -19,13 +19,12 @@ reads; :func:`prepare_model` writes ``model.json`` describing it.
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 from pathlib import Path
 from typing import Any
 
-from rollout_equality.io import write_text
+from rollout_equality.io import write_json
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +153,6 @@ def prepare_model(name: str, spec: dict[str, Any], resources: str | os.PathLike,
         path = build_random(name, spec["random_init"], backend, modality, target / "random_init")
         info.update(random_init=spec["random_init"])
     info["path"] = str(Path(path).resolve())
-    write_text(manifest, json.dumps(info, indent=2, sort_keys=True) + "\n")
+    write_json(manifest, info)
     log.info("model %s ready at %s", name, info["path"])
     return info

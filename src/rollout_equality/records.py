@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition, restrict, rollout_kappa
-from rollout_equality.io import atomic_path
+from rollout_equality.io import write_parquet
 
 TOKEN_SETS = ("content", "all")
 
@@ -129,10 +129,7 @@ def rollout_path(path: str | os.PathLike) -> Path:
 
 
 def _write(rows: Iterable[dict], schema: pa.Schema, path: Path, metadata: dict) -> None:
-    table = pa.Table.from_pylist(list(rows), schema=schema)
-    table = table.replace_schema_metadata({"rollout_equality": json.dumps(metadata, sort_keys=True)})
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+    write_parquet(pa.Table.from_pylist(list(rows), schema=schema), path, metadata)
 
 
 def write_records(path: str | os.PathLike, layer_rows: list[dict], rollout_rows: list[dict], metadata: dict) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.data import sha256_bytes
-from rollout_equality.io import atomic_path, write_text
+from rollout_equality.io import atomic_path, write_json
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ def prepare_tabular(name: str, spec: dict[str, Any], raw: pd.DataFrame, target: 
         "cat_cardinalities": cardinalities, "target": target, "target_info": target_info, "missing": missing,
         "sha256": {k: sha256_bytes(np.ascontiguousarray(v).tobytes()) for k, v in sorted(arrays.items())},
     }
-    write_text(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    write_json(out_dir / "manifest.json", manifest, default=str)
     return manifest
 
 

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rollout_equality.io import write_text
+from rollout_equality.io import write_json
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -40,7 +40,7 @@ def write_manifest(out_dir: str | os.PathLike, manifest: dict[str, Any]) -> dict
     """
     items = "".join(f"{it['id']} {it['sha256']}\n" for it in manifest["items"])
     manifest = {**manifest, "sha256": sha256_bytes(items.encode())}
-    write_text(Path(out_dir) / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_json(Path(out_dir) / "manifest.json", manifest)
     return manifest
 
 
