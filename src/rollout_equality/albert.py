@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality import dynamics as dy
-from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition, rollout_kappa
+from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition
 
 log = logging.getLogger(__name__)
 
@@ -101,20 +101,12 @@ def unroll(model, input_ids, steps: int) -> tuple[np.ndarray, np.ndarray]:
 def analyse(states: np.ndarray, attentions: np.ndarray, v1: np.ndarray, atol: float = DEFAULT_ATOL,
             row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> pd.DataFrame:
     """Per-step rows of one unrolled input (step 0 = the layer's input: no attention there)."""
-    corr = np.abs(dy.alignment(states, v1))
     A = attentions.mean(axis=1)
     cond = equality_condition(A, atol=atol, row_sum_atol=row_sum_atol)
-    nan = np.array([np.nan])
-    return pd.DataFrame({
-        "step": np.arange(len(states)),
-        "n_tokens": states.shape[1],
-        "mean_distance": dy.mean_pairwise_distance(states),
-        "mean_abs_corr": corr.mean(axis=1),
-        "min_abs_corr": corr.min(axis=1),
-        "kappa": np.concatenate([nan, np.asarray(cond.kappa, dtype=float)]),
-        "kappa_rollout": np.concatenate([nan, rollout_kappa(A, row_sum_atol)]),
-        "holds": pd.array([pd.NA] + [bool(x) for x in np.atleast_1d(cond.holds)], dtype="boolean"),
-    })
+    table = dy.step_table(states, A, v1, cond.kappa, row_sum_atol)
+    table.insert(1, "n_tokens", states.shape[1])
+    table["holds"] = pd.array([pd.NA] + [bool(x) for x in np.atleast_1d(cond.holds)], dtype="boolean")
+    return table
 
 
 def measure_albert(model_dir: str | os.PathLike, texts: list[str], ids: list[str], steps: int, max_tokens: int,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality import dynamics as dy
-from rollout_equality.dobrushin import kappa, rollout_kappa
+from rollout_equality.dobrushin import kappa
 from rollout_equality.io import progress
 
 log = logging.getLogger(__name__)
@@ -62,13 +62,8 @@ def build_heads(spec: dict, rng: np.random.Generator) -> dy.Heads:
 
 def trajectory_table(traj: np.ndarray, attn: np.ndarray, v1: np.ndarray) -> pd.DataFrame:
     """Per-step summary of one run: traj (T+1, n, d), attn (T, H, n, n)."""
-    corr = np.abs(dy.alignment(traj, v1))
     A = attn.mean(axis=1)
-    k = np.concatenate([[np.nan], kappa(A)]) if len(A) else np.array([np.nan])
-    kr = np.concatenate([[np.nan], rollout_kappa(A)]) if len(A) else np.array([np.nan])
-    return pd.DataFrame({"step": np.arange(len(traj)), "mean_distance": dy.mean_pairwise_distance(traj),
-                         "mean_abs_corr": corr.mean(axis=1), "min_abs_corr": corr.min(axis=1),
-                         "kappa": k, "kappa_rollout": kr})
+    return dy.step_table(traj, A, v1, kappa(A) if len(A) else np.empty(0))
 
 
 def stability_table(heads: dy.Heads, eta: float, beta: float, n: int, name: str) -> pd.DataFrame:
@@ -92,6 +87,21 @@ def stability_table(heads: dy.Heads, eta: float, beta: float, n: int, name: str)
     return pd.DataFrame(rows)
 
 
+OUTCOMES = ("returned", "bipartite", "consensus", "other")
+
+
+def outcome_counts(ends: np.ndarray) -> dict[str, int]:
+    """How many runs ended in each of :data:`OUTCOMES` (labels from :func:`dynamics.classify`)."""
+    return {kind: int((ends == kind).sum()) for kind in OUTCOMES}
+
+
+def split_share(counts: dict[str, int] | None) -> float:
+    """Share of runs that ended in some bipartite split, the reference's included (NaN without runs)."""
+    if not counts:
+        return np.nan
+    return (counts["returned"] + counts["bipartite"]) / sum(counts.values())
+
+
 def basin_size(heads: dy.Heads, ref: np.ndarray, v1: np.ndarray, spec: dict, eta: float, beta: float,
                rng: np.random.Generator) -> tuple[pd.DataFrame, float, dict | None]:
     """Where perturbations of the bipartite state ``ref`` end, per geodesic radius in ``spec["radii"]``
@@ -104,7 +114,7 @@ def basin_size(heads: dy.Heads, ref: np.ndarray, v1: np.ndarray, spec: dict, eta
         starts = dy.perturb(ref, float(radius), rng, size=int(spec["trials"]))
         final, _ = dy.simulate(starts, heads, eta, beta, steps)
         ends = dy.classify(final[-1], ref, v1, tol)
-        counts = {kind: int((ends == kind).sum()) for kind in ("returned", "bipartite", "consensus", "other")}
+        counts = outcome_counts(ends)
         rows.append({"radius": float(radius), "trials": int(spec["trials"]), **counts})
     basin = pd.DataFrame(rows)
     basin["returned_rate"] = basin["returned"] / basin["trials"]
@@ -114,7 +124,7 @@ def basin_size(heads: dy.Heads, ref: np.ndarray, v1: np.ndarray, spec: dict, eta
         starts = rng.standard_normal((int(spec["uniform_starts"]),) + ref.shape)
         final, _ = dy.simulate(starts, heads, eta, beta, steps)
         ends = dy.classify(final[-1], ref, v1, tol)
-        uniform = {kind: int((ends == kind).sum()) for kind in ("returned", "bipartite", "consensus", "other")}
+        uniform = outcome_counts(ends)
     return basin, (float(back.max()) if len(back) else 0.0), uniform
 
 
@@ -150,9 +160,7 @@ def run_experiment(name: str, spec: dict, seed: int) -> dict[str, pd.DataFrame |
                 radius = dy.spectral_radius(dy.tangent_jacobian(ref, heads, eta, float(b)))
                 _, basin_radius, counts = basin_size(heads, ref, v1, spec, eta, float(b), rng)
                 rows.append({"beta": float(b), "spectral_radius": radius, "stable": bool(radius < 1),
-                             "basin_radius": basin_radius,
-                             "uniform_bipartite": ((counts["returned"] + counts["bipartite"]) / sum(counts.values())
-                                                   if counts else np.nan)})
+                             "basin_radius": basin_radius, "uniform_bipartite": split_share(counts)})
             out["beta_sweep"] = pd.DataFrame(rows)
     else:
         X0 = rng.standard_normal((n, heads.dim))

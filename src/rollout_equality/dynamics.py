@@ -25,6 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+
+from rollout_equality.dobrushin import DEFAULT_ROW_SUM_ATOL, rollout_kappa
 
 __all__ = [
     "Heads",
@@ -43,6 +46,7 @@ __all__ = [
     "mean_pairwise_distance",
     "alignment",
     "classify",
+    "step_table",
     "symmetric_matrix",
     "matrix_with_eigenvalues",
 ]
@@ -158,10 +162,10 @@ def principal_eigenpair(F, eta: float = 1.0, imag_tol: float = 1e-9) -> dict:
     """The eigenpair that governs consensus: the eigenvalue with the largest |1 + ηλ|.
 
     Returns ``{"value", "vector" (unit, real, sign fixed so its largest entry is positive),
-    "real" (whether that eigenvalue is real), "dominant" (real, 1 + ηλ > 0 and strictly larger
-    than |1 + ηλ_k| for all other eigenvalues), "gap" (1 + ηλ1 − max_k |1 + ηλ_k|), "eigenvalues"}``.
-    When the leading eigenvalue is complex, the real eigenvalue with the largest |1 + ηλ| is
-    returned with ``real`` True and ``dominant`` False (no consensus is stable then).
+    "dominant" (1 + ηλ > 0 and strictly larger than |1 + ηλ_k| for all other eigenvalues),
+    "gap" (1 + ηλ1 − max_k |1 + ηλ_k|), "eigenvalues"}``. Only real eigenvalues are candidates:
+    when a complex pair leads, the real eigenvalue with the largest |1 + ηλ| is returned with
+    ``dominant`` False (no consensus is stable then).
     """
     F = np.asarray(F, dtype=np.float64)
     if F.ndim != 2 or F.shape[0] != F.shape[1]:
@@ -181,7 +185,7 @@ def principal_eigenpair(F, eta: float = 1.0, imag_tol: float = 1e-9) -> dict:
         v = -v
     others = np.delete(growth, k)
     gap = (1 + eta * lam) - (others.max() if others.size else 0.0)
-    return {"value": lam, "vector": v, "real": True, "dominant": bool(1 + eta * lam > 0 and gap > 0),
+    return {"value": lam, "vector": v, "dominant": bool(1 + eta * lam > 0 and gap > 0),
             "gap": float(gap), "eigenvalues": values}
 
 
@@ -298,6 +302,22 @@ def classify(X, reference, v, tol: float) -> np.ndarray:
     minus = np.linalg.norm(X + v, axis=-1) <= tol
     split = (plus | minus).all(axis=-1) & plus.any(axis=-1) & minus.any(axis=-1)
     return np.select([returned, spread <= tol, split], ["returned", "consensus", "bipartite"], "other")
+
+
+def step_table(states: np.ndarray, A: np.ndarray, v1: np.ndarray, kappa_A: np.ndarray,
+               row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> pd.DataFrame:
+    """Per step of one run: states (T+1, n, d), head-averaged attentions A (T, n, n) and their κ (T,).
+
+    Columns step, mean_distance, mean and min |corr(x_i, v1)|, κ(A_t) and κ of the rollout
+    Π ½(I + A_s) up to t (NaN at step 0, which has no attention).
+    """
+    corr = np.abs(alignment(states, v1))
+    nan = np.array([np.nan])
+    kr = rollout_kappa(A, row_sum_atol) if len(A) else np.empty(0)
+    return pd.DataFrame({"step": np.arange(len(states)), "mean_distance": mean_pairwise_distance(states),
+                         "mean_abs_corr": corr.mean(axis=1), "min_abs_corr": corr.min(axis=1),
+                         "kappa": np.concatenate([nan, np.asarray(kappa_A, dtype=float).reshape(-1)]),
+                         "kappa_rollout": np.concatenate([nan, kr])})
 
 
 def _orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rollout_equality.consensus import EXPERIMENTS, run_experiment
+from rollout_equality.consensus import EXPERIMENTS, run_experiment, split_share
 from rollout_equality.io import atomic_path, progress, write_json
 from rollout_equality.tables import write_csv, write_latex
 
@@ -57,16 +57,8 @@ def simulation_summary(sim_dir: str | os.PathLike) -> pd.DataFrame:
                      "radius_v2": cons["spectral_radius"].iloc[1] if len(cons) > 1 else np.nan,
                      "final_abs_corr": i["final_mean_abs_corr"], "final_distance": i["final_mean_distance"],
                      "basin_radius": i.get("basin_radius", np.nan),
-                     "uniform_starts_bipartite": _uniform_bipartite_share(i)})
+                     "uniform_starts_bipartite": split_share(i.get("uniform_starts"))})
     return pd.DataFrame(rows)
-
-
-def _uniform_bipartite_share(info: dict) -> float:
-    """Share of uniformly random initial states that end in some bipartite split (NaN if not run)."""
-    counts = info.get("uniform_starts")
-    if not counts:
-        return np.nan
-    return (counts["returned"] + counts["bipartite"]) / sum(counts.values())
 
 
 def write_simulation_reports(sim_dir: str | os.PathLike, summary_csv, stability_tex, basin_tex, sweep_tex,
@@ -91,7 +83,9 @@ def write_simulation_reports(sim_dir: str | os.PathLike, summary_csv, stability_
     traj = pd.read_csv(sim_dir / "trajectory.csv")
     tokens = np.load(sim_dir / "tokens.npz")
     info = json.loads((sim_dir / "info.json").read_text())
-    by_name = {Path(p).stem: [q for q in figure_paths if Path(q).stem == Path(p).stem] for p in figure_paths}
+    by_name: dict[str, list] = {}
+    for path in figure_paths:
+        by_name.setdefault(Path(path).stem, []).append(path)
     for name in EXPERIMENTS:
         fig = trajectory_figure(tokens[f"{name}_tokens"], tokens[f"{name}_v1"], traj[traj["experiment"] == name], info[name])
         figures.write_figure(fig, *by_name[name])
