@@ -124,7 +124,8 @@ def test_offline_download_fails_fast_with_the_ways_out(tmp_path, monkeypatch):
         prepare_model("dinov2_small", spec, tmp_path, tmp_path / "dinov2_small" / "model.json")
     assert time.perf_counter() - start < 10
     message = str(err.value)
-    for part in ("dinov2_small", "facebook/dinov2-small", "HF_HOME", "local:", "offline"):
+    for part in ("dinov2_small", "facebook/dinov2-small", "HF_HUB_OFFLINE=1", "not on disk", "snakemake download",
+                 "local:", "offline suite"):
         assert part in message
     assert not (tmp_path / "dinov2_small" / "model.json").exists()
 
@@ -163,5 +164,5 @@ def test_cli_measure_offline_hub_model_fails_with_a_message(tmp_path, monkeypatc
                  str(tmp_path / "lines.txt"), "--out", str(tmp_path / "r.parquet"), "--resources", str(tmp_path / "m")])
     assert code == 3
     err = capsys.readouterr().err
-    assert "roberta-base" in err and "HF_HOME" in err and "Traceback" not in err
+    assert "roberta-base" in err and "HF_HUB_OFFLINE=1" in err and "Traceback" not in err
     assert not (tmp_path / "r.parquet").exists()

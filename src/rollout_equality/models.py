@@ -3,8 +3,10 @@
 A model entry of ``config.yaml`` names its ``backend`` (``transformers`` or
 ``timm``), its ``modality`` (``text`` or ``image``) and exactly one source:
 
-* ``hub: {id, revision}`` — a Hugging Face hub repository, downloaded with
-  :func:`huggingface_hub.snapshot_download` (resumable) into ``resources/``;
+* ``hub: {id, revision}`` — a Hugging Face hub repository at a pinned commit (or a branch,
+  resolved and recorded at download): only the files the loader reads (PyTorch weights in one
+  format, configuration, tokenizer, preprocessor) are downloaded into ``resources/``, and a
+  second run with ``HF_HUB_OFFLINE=1`` finds them there (:mod:`rollout_equality.hub`);
 * ``local: DIR`` — a directory holding ``save_pretrained`` (transformers) or
   ``config.json`` + ``model.safetensors`` (timm) files; ``package:MODULE`` names a
   Python package that ships weights and has ``get_model_path()``;
@@ -24,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rollout_equality import hub
 from rollout_equality.io import write_json
 
 log = logging.getLogger(__name__)
@@ -39,9 +42,10 @@ class ModelUnavailableError(RuntimeError):
 def _ways_out(name: str) -> str:
     return (
         f"Ways out: run `snakemake resources/models/{name}/model.json` (or `snakemake download` for the whole "
-        "paper suite) where the hub is reachable, e.g. a login node, with HF_HOME on a shared file system that "
-        f"compute jobs see; or set `local: /path/to/snapshot` for {name!r} in config.yaml; or run the offline "
-        "suite (`snakemake --cores 2 offline`), which needs no network."
+        f"paper suite) where the hub is reachable, e.g. a login node: the files land in resources/models/{name}/ "
+        "inside this project, which compute jobs read with HF_HUB_OFFLINE=1; or set `local: /path/to/snapshot` "
+        f"for {name!r} in config.yaml; or run the offline suite (`snakemake --cores 2 offline`), which needs no "
+        "network."
     )
 
 
@@ -63,36 +67,20 @@ def resolve_local(source: str) -> Path:
     return path
 
 
-def download_hub(name: str, repo_id: str, revision: str, local_dir: Path) -> tuple[Path, str]:
-    """Snapshot a hub repository into ``local_dir`` (resumable); return (path, resolved commit).
+def download_hub(name: str, repo_id: str, revision: str, local_dir: Path) -> hub.Snapshot:
+    """The loader files of a hub repository in ``local_dir`` (see :func:`rollout_equality.hub.snapshot`).
 
-    Fails within seconds, naming the model and the ways out, when the hub is
-    unreachable (or HF_HUB_OFFLINE=1) and the snapshot is not cached.
+    Online the revision is resolved to a commit and only the files transformers or timm read are
+    fetched; with ``HF_HUB_OFFLINE=1`` the files a previous download left in ``local_dir`` are
+    checked and used. Fails within seconds with :class:`ModelUnavailableError`, naming the cause
+    (unreachable hub, unknown repository or revision, gated repository, files missing on disk) and
+    the ways out.
     """
-    from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False")
     try:
-        if offline:
-            path = snapshot_download(repo_id, revision=revision, local_files_only=True)
-            commit = Path(path).name
-        else:
-            # A short probe first: an unreachable hub otherwise costs ~30 s of retries.
-            info = HfApi().model_info(repo_id, revision=revision, timeout=10)
-            commit = info.sha or revision
-            path = snapshot_download(repo_id, revision=commit, local_dir=local_dir)
-    except LocalEntryNotFoundError as err:
-        raise ModelUnavailableError(
-            f"model {name!r} ({repo_id}@{revision}) is not in the local Hugging Face cache and "
-            f"HF_HUB_OFFLINE is set. {_ways_out(name)}"
-        ) from err
-    except Exception as err:  # connection, DNS, HTTP errors differ between versions
-        raise ModelUnavailableError(
-            f"model {name!r} ({repo_id}@{revision}) could not be downloaded: {type(err).__name__}: {err}. "
-            f"{_ways_out(name)}"
-        ) from err
-    return Path(path), commit
+        return hub.snapshot(repo_id, revision, local_dir, what=f"model {name!r} ({repo_id}@{revision})",
+                            ways_out=_ways_out(name))
+    except hub.HubError as err:
+        raise ModelUnavailableError(str(err)) from err
 
 
 def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, out_dir: Path) -> Path:
@@ -142,10 +130,13 @@ def prepare_model(name: str, spec: dict[str, Any], resources: str | os.PathLike,
     info: dict[str, Any] = {"name": name, "backend": backend, "modality": modality, "source": sources[0]}
     target = Path(resources) / name
     if "hub" in spec:
-        path, commit = download_hub(name, spec["hub"]["id"], spec["hub"].get("revision", "main"), target / "snapshot")
-        info.update(hub_id=spec["hub"]["id"], revision=spec["hub"].get("revision", "main"), commit=commit)
-        if spec["hub"].get("revision", "main") in ("main", "master"):
-            log.warning("model %s is not pinned: resolved %s to commit %s; pin it in config.yaml", name, spec["hub"]["id"], commit)
+        repo_id, revision = spec["hub"]["id"], spec["hub"]["revision"]
+        snap = download_hub(name, repo_id, revision, target / "snapshot")
+        path = snap.path
+        info.update(hub_id=repo_id, revision=revision, commit=snap.commit, files=snap.files, bytes=snap.size)
+        if not hub.COMMIT.fullmatch(revision):
+            log.warning("model %s is not pinned: resolved %s@%s to commit %s; pin it in config.yaml",
+                        name, repo_id, revision, snap.commit)
     elif "local" in spec:
         path = resolve_local(spec["local"])
         info.update(local=spec["local"])

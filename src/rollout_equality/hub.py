@@ -1,0 +1,274 @@
+"""The Hugging Face hub: revisions resolved to commits, only the files a loader reads, and errors
+that name their real cause.
+
+Three things go wrong when a pipeline meets the hub, and each gets its own message:
+
+* the network: the hub cannot be reached (DNS, refused or reset connections, time-outs), or
+  ``HF_HUB_OFFLINE=1`` forbids it and the files are not on disk — only these say "unreachable";
+* the repository: it does not exist, is gated, has no such revision, or lacks a file;
+* the content: e.g. a loading-script data set, which ``datasets`` >= 4 refuses.
+
+:func:`snapshot` downloads a model repository's loader files into a folder of the project and
+records what it fetched (``snapshot.json`` beside the folder), so that a second run with
+``HF_HUB_OFFLINE=1`` — on a cluster's compute node, say — finds them there and checks that they
+are complete. Data set repositories go the same way (``repo_type="dataset"``, the files chosen
+by :func:`match_files`): ``datasets`` then reads the local copy. (Left to itself, offline,
+``datasets`` falls back without an error to whatever revision of a data set it cached last, and
+cannot find its cache at all when ``data_files`` are given.)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from rollout_equality.io import write_json
+
+log = logging.getLogger(__name__)
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
+SNAPSHOT_RECORD = "snapshot.json"
+
+# Weights in the order a loader prefers them: one file, or an index with its shards.
+WEIGHT_CHOICES = (
+    ("model.safetensors", None),
+    ("model.safetensors.index.json", re.compile(r"model-\d+-of-\d+\.safetensors")),
+    ("pytorch_model.bin", None),
+    ("pytorch_model.bin.index.json", re.compile(r"pytorch_model-\d+-of-\d+\.bin")),
+)
+# Besides the weights, a loader reads configuration, tokenizer and preprocessor files at the top
+# level: JSON (config, tokenizer, preprocessor), vocabularies and merges (.txt), SentencePiece
+# models (.model). Indexes of other weight formats are left out.
+METADATA_SUFFIXES = (".json", ".txt", ".model")
+OTHER_FORMAT_INDEXES = re.compile(r".*\.(h5|msgpack|ot|onnx)\.index\.json|tf_model.*\.json|flax_model.*\.json")
+
+
+class HubError(RuntimeError):
+    """A hub repository could not be had; the message names the cause and what to do."""
+
+
+def offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` forbids network access."""
+    return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _chain(err: BaseException) -> Iterable[BaseException]:
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        yield err
+        err = err.__cause__ or err.__context__
+
+
+def _connection_types() -> tuple[type, ...]:
+    types: list[type] = [ConnectionError, TimeoutError, socket.gaierror, socket.timeout]
+    for module, names in (
+        ("httpx2", ("TransportError",)),  # huggingface_hub 2: connect/read errors, time-outs
+        ("httpx", ("TransportError",)),
+        ("requests.exceptions", ("ConnectionError", "Timeout")),  # openml, older clients
+        ("urllib3.exceptions", ("MaxRetryError", "NewConnectionError", "ProtocolError", "TimeoutError")),
+        ("aiohttp", ("ClientConnectionError",)),
+    ):
+        try:
+            mod = __import__(module, fromlist=list(names))
+        except ImportError:
+            continue
+        types += [getattr(mod, n) for n in names if isinstance(getattr(mod, n, None), type)]
+    return tuple(types)
+
+
+def connection_failure(err: BaseException) -> bool:
+    """True when ``err`` (or an error it was raised from) is a failure to reach the server."""
+    import urllib.error
+
+    types = _connection_types()
+    for e in _chain(err):
+        if isinstance(e, urllib.error.HTTPError):  # an answer from the server, not a failure to reach it
+            continue
+        if isinstance(e, urllib.error.URLError) or (isinstance(e, types) and not _http_status(e)):
+            return True
+        if type(e).__name__ == "OfflineModeIsEnabled":
+            return True
+    return False
+
+
+def _http_status(err: BaseException) -> int | None:
+    response = getattr(err, "response", None)
+    return getattr(response, "status_code", None)
+
+
+def describe(err: BaseException, what: str) -> str:
+    """One sentence on why ``what`` (e.g. "model 'x' (org/repo@rev)") could not be had."""
+    names = {type(e).__name__ for e in _chain(err)}
+    text = f"{type(err).__name__}: {err}".strip()
+    if "GatedRepoError" in names:
+        return (f"{what} is gated on the hub: accept its terms on its hub page and log in (`hf auth login` or "
+                f"HF_TOKEN). ({text})")
+    if "RepositoryNotFoundError" in names:
+        return f"{what}: the hub has no such repository (or it is private): check the id in config.yaml. ({text})"
+    if "RevisionNotFoundError" in names:
+        return f"{what}: the repository has no such revision: check the revision in config.yaml. ({text})"
+    if "EntryNotFoundError" in names or "RemoteEntryNotFoundError" in names:
+        return f"{what}: a file is missing from the repository at that revision. ({text})"
+    if "IncompleteSnapshotError" in names:
+        return (f"{what}: the copy on disk is incomplete and HF_HUB_OFFLINE=1 forbids finishing it: run the "
+                f"download again where the hub is reachable. ({text})")
+    if connection_failure(err):
+        if offline():
+            return f"{what} is not on disk and HF_HUB_OFFLINE=1 forbids downloading it. ({text})"
+        return f"the hub is unreachable, so {what} could not be downloaded. ({text})"
+    status = next((s for s in map(_http_status, _chain(err)) if s), None)
+    if status:
+        return f"{what}: the hub answered HTTP {status}. ({text})"
+    return f"{what}: {text}"
+
+
+# --- models ---------------------------------------------------------------------------------------
+
+
+def loader_files(repo_files: Iterable[str]) -> list[str]:
+    """The files of a model repository that transformers or timm read, sorted.
+
+    The PyTorch weights in one format — ``model.safetensors`` (or its index and shards), else
+    ``pytorch_model.bin`` (or its index and shards) — and the top-level configuration, tokenizer and
+    preprocessor files (``*.json``, ``*.txt``, ``*.model``). TensorFlow, Flax, Rust, ONNX and
+    CoreML copies of the weights, sub-folders and model cards are left out.
+    """
+    files = sorted(set(repo_files))
+    top = [f for f in files if "/" not in f]
+    weights: list[str] | None = None
+    for main, shard in WEIGHT_CHOICES:
+        if main in top:
+            weights = [main] + ([f for f in top if shard.fullmatch(f)] if shard else [])
+            break
+    if weights is None:
+        raise HubError(f"the repository holds no PyTorch weights (model.safetensors or pytorch_model.bin); files: {files}")
+    index_names = {main for main, _ in WEIGHT_CHOICES}
+    metadata = [f for f in top if f.endswith(METADATA_SUFFIXES) and f not in index_names
+                and not OTHER_FORMAT_INDEXES.fullmatch(f)]
+    return sorted(set(weights + metadata))
+
+
+@dataclass
+class Snapshot:
+    """A model repository's loader files in a local folder."""
+
+    path: Path
+    repo_id: str
+    revision: str
+    commit: str
+    files: dict[str, int] = field(default_factory=dict)  # name → size in bytes
+    repo_type: str = "model"
+
+    @property
+    def size(self) -> int:
+        return sum(self.files.values())
+
+    def record(self) -> dict[str, Any]:
+        return {"repo_id": self.repo_id, "repo_type": self.repo_type, "revision": self.revision, "commit": self.commit,
+                "files": self.files, "bytes": self.size}
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def snapshot(repo_id: str, revision: str, local_dir: str | os.PathLike, *, what: str, ways_out: str = "",
+             repo_type: str = "model", select: Callable[[dict[str, int], str], list[str]] | None = None) -> Snapshot:
+    """Download the files of a hub repository that a loader reads, at ``revision``, into ``local_dir``.
+
+    Online, ``revision`` is resolved to its commit, the repository's file list read at that
+    commit, and only the files chosen by ``select(files, commit)`` (name → size in bytes; default
+    :func:`loader_files`) fetched into ``local_dir`` (resumable; files already there and unchanged
+    are not fetched again). ``<local_dir>.json`` records the commit and the files. With
+    ``HF_HUB_OFFLINE=1`` the record and the files on disk are used instead, after checking that
+    every recorded file is there with its size. Raises :class:`HubError` naming the cause.
+    """
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.hf_api import RepoFile
+
+    local_dir = Path(local_dir)
+    record_path = local_dir.with_name(local_dir.name + ".json")
+    try:
+        if offline():
+            record = _read_record(record_path)
+            usable = (record and record.get("repo_id") == repo_id and record.get("repo_type", "model") == repo_type
+                      and revision in (record.get("revision"), record.get("commit")))
+            if not usable:
+                raise HubError(f"{what} is not on disk ({record_path} records no download of this repository and "
+                               f"revision) and HF_HUB_OFFLINE=1 forbids downloading it. {ways_out}".strip())
+            commit, files = record["commit"], {k: int(v) for k, v in record["files"].items()}
+            snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=local_dir,
+                              allow_patterns=list(files), local_files_only=True)
+            missing = [f for f, size in files.items() if not (local_dir / f).is_file() or (local_dir / f).stat().st_size != size]
+            if missing:
+                raise HubError(f"{what}: files {missing} under {local_dir} are missing or of the wrong size, and "
+                               f"HF_HUB_OFFLINE=1 forbids fetching them again. {ways_out}".strip())
+            return Snapshot(local_dir, repo_id, revision, commit, files, repo_type)
+        api = HfApi()
+        if COMMIT.fullmatch(revision):
+            commit = revision
+        else:  # a short probe first: an unreachable hub otherwise costs ~30 s of retries
+            commit = api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=10).sha
+        tree = {f.path: int(f.size) for f in api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit,
+                                                                 recursive=True) if isinstance(f, RepoFile)}
+        wanted = sorted(select(tree, commit) if select else loader_files(tree))
+        files = {f: tree[f] for f in wanted}
+        log.info("%s: %d of %d files at commit %s, %.1f MB: %s", what, len(files), len(tree), commit,
+                 sum(files.values()) / 1e6, ", ".join(wanted))
+        snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=local_dir, allow_patterns=wanted)
+    except HubError:
+        raise
+    except Exception as err:
+        raise HubError(f"{describe(err, what)} {ways_out}".strip()) from err
+    snap = Snapshot(local_dir, repo_id, revision, commit, files, repo_type)
+    write_json(record_path, snap.record())
+    return snap
+
+
+def glob_regex(pattern: str) -> re.Pattern:
+    """A repository path pattern as ``datasets`` reads it: ``*`` and ``?`` stay within one folder, ``**`` crosses folders."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def match_files(files: Iterable[str], patterns: str | list[str]) -> list[str]:
+    """The repository files matching any of ``patterns`` (see :func:`glob_regex`), sorted."""
+    regexes = [glob_regex(p) for p in ([patterns] if isinstance(patterns, str) else patterns)]
+    return sorted(f for f in files if any(r.fullmatch(f) for r in regexes))
+
+
+# --- data sets ------------------------------------------------------------------------------------
+
+
+SCRIPT_REFUSED = "Dataset scripts are no longer supported"
+
+
+def is_script_refusal(err: BaseException) -> bool:
+    return any(SCRIPT_REFUSED in str(e) for e in _chain(err))
