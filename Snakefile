@@ -32,11 +32,9 @@ rule offline:
 
 
 rule download:
-    """Only the downloads of the paper suite (run where the network is, e.g. a login node)."""
+    """Only the downloads of the paper suite and the dynamics study (run where the network is, e.g. a login node)."""
     input:
-        [f"resources/models/{e['model']}/model.json" for e in config["suites"]["paper"]],
-        [f"resources/data/{e['dataset']}/manifest.json" for e in config["suites"]["paper"]],
-        [f"resources/tabular/{t}/raw.parquet" for t in config["tabular"]["suites"]["paper"]],
+        download_targets("paper"),
 
 
 rule paper:

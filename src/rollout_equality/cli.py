@@ -75,7 +75,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         common = dict(batch_size=args.batch_size, atol=args.atol, row_sum_atol=args.row_sum_atol)
         if args.data:
             measure(info, args.data, args.out, model=name, dataset=Path(args.data).name, device=args.device,
-                    max_tokens=args.max_tokens, **common)
+                    max_tokens=args.max_tokens, image_backend=args.image_backend, **common)
             return 0
         if args.texts:
             inputs = [line.strip() for line in Path(args.texts).read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -85,9 +85,10 @@ def _cmd_measure(args: argparse.Namespace) -> int:
 
             inputs = [Image.open(p).convert("RGB") for p in args.images]
             ids, dataset = [Path(p).name for p in args.images], "images"
-        extractor = load(info, args.device, max_tokens=args.max_tokens)
+        extractor = load(info, args.device, max_tokens=args.max_tokens, image_backend=args.image_backend)
         rows, rollout_rows, _ = measure_inputs(extractor, ids, inputs, model=name, dataset=dataset, **common)
-        write_records(args.out, rows, rollout_rows, {"model": info, "dataset": {"name": dataset}})
+        write_records(args.out, rows, rollout_rows, {"model": info, "dataset": {"name": dataset},
+                                                     "extraction": {"preprocessing": extractor.preprocessing}})
     return 0
 
 
@@ -132,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--max-tokens", type=int, default=None, help="truncate text inputs to this many tokens")
+    p.add_argument("--image-backend", choices=["pil", "torchvision"], default="pil",
+                   help="transformers image processor backend (default %(default)s, the published pipeline)")
     p.add_argument("--atol", type=float, default=DEFAULT_ATOL)
     p.add_argument("--row-sum-atol", type=float, default=DEFAULT_ROW_SUM_ATOL)
     p.add_argument("--resources", default="resources/models", help="where hub snapshots and model.json go")

@@ -81,6 +81,7 @@ def measure(
     atol: float = DEFAULT_ATOL,
     row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
     max_tokens: int | None = None,
+    image_backend: str = "pil",
     dump_inputs: int = 0,
     dump_path: str | os.PathLike | None = None,
 ) -> None:
@@ -94,7 +95,7 @@ def measure(
         )
     ids, inputs, manifest = load_inputs(data_dir)
     device = resolve_device(device)
-    extractor = load(model_info, device, max_tokens=max_tokens)
+    extractor = load(model_info, device, max_tokens=max_tokens, image_backend=image_backend)
     log.info("measuring %s on %s: %d inputs, batch %d, device %s", model, dataset, len(ids), batch_size, device)
     layer_rows, rollout_rows, dump = measure_inputs(
         extractor, ids, inputs, model=model, dataset=dataset, batch_size=batch_size,
@@ -105,7 +106,8 @@ def measure(
         "dataset": {"name": dataset, "sha256": manifest.get("sha256"), "n": manifest.get("n")},
         "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
         "extraction": {"device": device, "batch_size": batch_size, "max_tokens": max_tokens,
-                       "attention": "eager, head-averaged in float32, analysed in float64"},
+                       "attention": "eager, head-averaged in float32, analysed in float64",
+                       "preprocessing": extractor.preprocessing},
         "versions": _versions(),
     }
     if dump_path:

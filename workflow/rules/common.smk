@@ -135,6 +135,17 @@ def suite_targets(suite):
     return targets
 
 
+def download_targets(suite):
+    """Every model, data set and table that ``suite`` (and its ALBERT run) fetches: the local rules' outputs."""
+    experiments = list(config["suites"].get(suite, []))
+    if suite in ALBERT_SUITES:
+        experiments.append(ALBERT_SUITES[suite])
+    targets = [f"resources/models/{e['model']}/model.json" for e in experiments]
+    targets += [f"resources/data/{e['dataset']}/manifest.json" for e in experiments]
+    targets += [f"resources/tabular/{t}/raw.parquet" for t in config["tabular"]["suites"].get(suite, [])]
+    return list(dict.fromkeys(targets))
+
+
 PAPER_TARGETS = BASELINE_TARGETS + suite_targets("paper")
 OFFLINE_TARGETS = BASELINE_TARGETS + suite_targets("offline")
 

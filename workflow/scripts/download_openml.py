@@ -5,4 +5,4 @@ from rollout_equality.io import logging_to
 from rollout_equality.tabular import fetch_table
 
 with logging_to(snakemake.log[0]):
-    fetch_table(snakemake.wildcards.tabular, snakemake.params.spec, "resources/openml", snakemake.output[0])
+    fetch_table(snakemake.wildcards.tabular, snakemake.params.spec, "resources/cache", snakemake.output[0])

@@ -26,6 +26,7 @@ with logging_to(snakemake.log[0]):
         batch_size=ex["batch_size"],
         device=ex["device"],
         max_tokens=ex["max_tokens"],
+        image_backend=ex["image_backend"],
         atol=cond["atol"],
         row_sum_atol=cond["row_sum_atol"],
         dump_inputs=ex["dump_inputs"],

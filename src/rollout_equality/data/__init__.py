@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from rollout_equality import hub
 from rollout_equality.io import write_json
 
 
@@ -20,17 +22,94 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def load_hub_dataset(name: str, spec: dict[str, Any], default_split: str, way_out: str):
-    """A hub data set through :func:`datasets.load_dataset`, or an error naming the data set and ``way_out``."""
+class DataUnavailableError(RuntimeError):
+    """A data set's source cannot be had here; the message names the cause and what to do."""
+
+
+def _split_patterns(data_files: Any, split: str) -> list[str] | None:
+    """The patterns of ``split`` in a ``data_files`` value (a pattern, a list, or a mapping split → patterns)."""
+    if isinstance(data_files, dict):
+        found = data_files.get(split)
+        return None if found is None else ([found] if isinstance(found, str) else list(found))
+    if split != "train":  # datasets' convention: bare patterns are the train split
+        return None
+    return [data_files] if isinstance(data_files, str) else list(data_files)
+
+
+def _config_patterns(readme: str, config: str, split: str) -> list[str] | None:
+    """The data file patterns of ``config``/``split`` in a data set card's ``configs:`` header."""
+    import yaml
+
+    header = readme.split("---", 2)[1] if readme.startswith("---") else ""
+    for entry in (yaml.safe_load(header) or {}).get("configs", []):
+        if entry.get("config_name") == config:
+            files = entry.get("data_files", [])
+            if isinstance(files, list) and files and isinstance(files[0], dict):
+                files = {f["split"]: f["path"] for f in files}
+            return _split_patterns(files, split)
+    return None
+
+
+def load_hub_dataset(name: str, spec: dict[str, Any], default_split: str, way_out: str, local_dir: str | os.PathLike):
+    """(data set, snapshot) of one split of a hub data set, read by :func:`datasets.load_dataset`.
+
+    ``spec``: ``path``, ``revision`` (a commit, or a branch resolved to its commit and recorded),
+    ``split``, and which files hold the split: ``data_files`` (patterns, as datasets reads them),
+    or ``name``, a configuration of the card's ``configs:`` header. Only those files are
+    downloaded (:func:`rollout_equality.hub.snapshot`, into ``local_dir``), so that a second run
+    with ``HF_HUB_OFFLINE=1`` reads them from disk; ``datasets`` loads the local copy. Failures
+    raise :class:`DataUnavailableError` naming the cause (a loading-script data set, a
+    configuration or pattern that matches nothing, an unknown revision, ...); only a connection
+    failure says the hub is unreachable, and only then is ``way_out`` offered.
+    """
     import datasets
 
+    path, revision = spec["path"], spec["revision"]
+    split = spec.get("split", default_split)
+    what = f"data set {name!r} (hub data set {path}@{revision})"
+
+    def select(tree: dict[str, int], commit: str) -> list[str]:
+        if "data_files" in spec:
+            patterns = _split_patterns(spec["data_files"], split)
+            source = f"data_files {spec['data_files']!r}"
+        else:
+            from huggingface_hub import hf_hub_download
+
+            config = spec.get("name")
+            readme = ""
+            if "README.md" in tree:
+                with tempfile.TemporaryDirectory() as tmp:
+                    readme = Path(hf_hub_download(path, "README.md", repo_type="dataset", revision=commit,
+                                                  local_dir=tmp)).read_text(encoding="utf-8")
+            patterns = _config_patterns(readme, config, split) if config else None
+            source = f"configuration {config!r} of its card's `configs:` header"
+        scripts = [f for f in tree if "/" not in f and f.endswith(".py")]
+        if patterns is None:
+            hint = (f" It holds a loading script ({', '.join(scripts)}), which datasets >= 4 refuses: use the files "
+                    "of its parquet export instead (revision: a commit of refs/convert/parquet, with `data_files:`)."
+                    if scripts else " Name the files with `data_files: {SPLIT: PATTERN}`.")
+            raise DataUnavailableError(f"{what}: no files of split {split!r} in {source}.{hint}")
+        files = hub.match_files(tree, patterns)
+        if not files:
+            raise DataUnavailableError(f"{what}: {patterns} match no file of the repository at commit {commit}; "
+                                       f"its files: {sorted(tree)[:20]}")
+        return files
+
     try:
-        return datasets.load_dataset(spec["path"], spec.get("name"), split=spec.get("split", default_split))
+        snap = hub.snapshot(path, revision, local_dir, what=what, repo_type="dataset", select=select)
+    except hub.HubError as err:
+        cause = err.__cause__
+        if isinstance(cause, DataUnavailableError):
+            raise cause from None
+        message = str(err)
+        raise DataUnavailableError(f"{message} {way_out}" if cause is not None and hub.connection_failure(cause)
+                                   else message) from err
+    try:
+        ds = datasets.load_dataset(str(snap.path), data_files={split: sorted(snap.files)}, split=split)
     except Exception as err:
-        raise RuntimeError(
-            f"data set {name!r}: could not load hub data set {spec['path']!r} ({type(err).__name__}: {err}). "
-            f"Where the hub is unreachable, {way_out}"
-        ) from err
+        raise DataUnavailableError(f"{what}: datasets could not read the downloaded files {sorted(snap.files)} "
+                                   f"under {snap.path}: {type(err).__name__}: {err}") from err
+    return ds, snap
 
 
 def write_manifest(out_dir: str | os.PathLike, manifest: dict[str, Any]) -> dict[str, Any]:

@@ -4,8 +4,9 @@ Sources (``source`` in an image data set's config entry, exactly one):
 
 * ``image_folder: DIR`` — an ImageFolder tree (one sub-folder per class, e.g. an
   ImageNet validation set sorted into synsets) or a flat folder of images;
-* ``hf_dataset: {path, name, split, image_field, label_field}`` — a hub data set
-  through :func:`datasets.load_dataset` (e.g. an ungated ImageNet subset);
+* ``hf_dataset: {path, revision, name, data_files, split, image_field, label_field}`` — a hub
+  data set through :func:`datasets.load_dataset` at a pinned commit (e.g. Imagenette's
+  validation images, 10 ImageNet classes, from the hub's parquet export of ``frgfm/imagenette``);
 * ``skimage: [NAME, ...]`` — photographs shipped with scikit-image
   (``skimage.data``), real images that need no network.
 
@@ -44,8 +45,12 @@ def stratified_sample(labels: list[str], n: int, seed: int) -> list[int]:
     return chosen
 
 
-def _source(source: dict[str, Any], name: str) -> tuple[list[str], list[str], Callable[[int], Any]]:
-    """(references, labels, loader of item i as a PIL image) of an image source."""
+def _source(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[str], list[str], Callable[[int], Any], dict]:
+    """(references, labels, loader of item i as a PIL image, origin) of an image source.
+
+    ``origin`` records where a downloaded source came from (hub commit and files); a hub data
+    set's files are kept under ``out_dir/hub``.
+    """
     from PIL import Image
 
     kinds = [k for k in ("image_folder", "hf_dataset", "skimage") if k in source]
@@ -59,7 +64,7 @@ def _source(source: dict[str, Any], name: str) -> tuple[list[str], list[str], Ca
         if not files:
             raise FileNotFoundError(f"data set {name!r}: no image under {root}")
         labels = [str(p.parent.relative_to(root)) for p in files]
-        return [str(p.relative_to(root)) for p in files], labels, lambda i: Image.open(files[i])
+        return [str(p.relative_to(root)) for p in files], labels, lambda i: Image.open(files[i]), {}
     if "skimage" in source:
         import skimage.data
 
@@ -71,17 +76,25 @@ def _source(source: dict[str, Any], name: str) -> tuple[list[str], list[str], Ca
                 array = array[0]
             return Image.fromarray(np.asarray(array))
 
-        return [f"skimage.data.{n}" for n in names], names, load
+        return [f"skimage.data.{n}" for n in names], names, load, {}
     spec = source["hf_dataset"]
-    ds = load_hub_dataset(name, spec, "validation", "use `image_folder:` with a local ImageNet validation tree.")
+    ds, snap = load_hub_dataset(name, spec, "validation", "Or use `image_folder:` with a local ImageNet validation tree.",
+                                out_dir / "hub")
     label_field, image_field = spec.get("label_field", "label"), spec.get("image_field", "image")
-    labels = [str(x) for x in ds[label_field]] if label_field in ds.column_names else [""] * len(ds)
-    return [f"{spec['path']}:{i}" for i in range(len(ds))], labels, lambda i: ds[i][image_field]
+    for field in (image_field, label_field):
+        if field not in ds.column_names:
+            raise ValueError(f"data set {name!r}: hub data set {spec['path']} has no column {field!r} (columns: "
+                             f"{ds.column_names}); set image_field / label_field in its config entry")
+    feature = ds.features[label_field]
+    names = feature.int2str if hasattr(feature, "int2str") else str  # class names of a ClassLabel column
+    labels = [str(names(x)) for x in ds[label_field]]
+    refs = [f"{spec['path']}@{snap.commit}:{i}" for i in range(len(ds))]
+    return refs, labels, lambda i: ds[i][image_field], snap.record()
 
 
 def prepare_images(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
     out_dir = Path(out_dir)
-    refs, labels, load = _source(spec["source"], name)
+    refs, labels, load, origin = _source(spec["source"], name, out_dir)
     chosen = stratified_sample(labels, spec["n"], spec["seed"])
     items = []
     for k, idx in enumerate(progress(chosen, desc=f"prepare {name}", unit="image")):
@@ -94,5 +107,5 @@ def prepare_images(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
         items.append({"id": item_id, "ref": refs[idx], "label": labels[idx], "file": rel,
                       "size": list(image.size), "sha256": sha256_bytes(pixels.tobytes())})
     manifest = {"name": name, "modality": "image", "source": spec["source"], "n": spec["n"], "seed": spec["seed"],
-                "pool_size": len(refs), "n_classes": len(set(labels)), "items": items}
+                "origin": origin, "pool_size": len(refs), "n_classes": len(set(labels)), "items": items}
     return write_manifest(out_dir, manifest)

@@ -5,8 +5,8 @@ Sources (``source`` in a text data set's config entry, exactly one):
 * ``files: [GLOB, ...]`` — UTF-8 text files;
 * ``pydoc_topics: true`` — the help topics shipped with Python (``pydoc_data.topics``,
   ~65k words of English prose; real text that needs no network);
-* ``hf_dataset: {path, name, split, text_field}`` — a hub data set through
-  :func:`datasets.load_dataset` (e.g. wikitext, SST-2).
+* ``hf_dataset: {path, revision, name, data_files, split, text_field}`` — a hub data set
+  through :func:`datasets.load_dataset` at a pinned commit (e.g. WikiText-103).
 
 Documents are split into paragraphs at blank lines; paragraphs of at least
 ``min_words`` words are kept and cut to ``max_words`` words; ``n`` of them are
@@ -27,8 +27,12 @@ from rollout_equality.data import load_hub_dataset, sha256_bytes, write_manifest
 from rollout_equality.io import atomic_path
 
 
-def documents(source: dict[str, Any], name: str) -> list[tuple[str, str]]:
-    """(reference, text) of every document of a text source."""
+def documents(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[tuple[str, str]], dict]:
+    """((reference, text) of every document of a text source, origin).
+
+    ``origin`` records where a downloaded source came from (hub commit and files); a hub data
+    set's files are kept under ``out_dir/hub``.
+    """
     kinds = [k for k in ("files", "pydoc_topics", "hf_dataset") if k in source]
     if len(kinds) != 1:
         raise ValueError(f"data set {name!r}: give exactly one text source (files, pydoc_topics, hf_dataset); got {kinds}")
@@ -36,16 +40,19 @@ def documents(source: dict[str, Any], name: str) -> list[tuple[str, str]]:
         paths = sorted({p for pattern in source["files"] for p in glob.glob(str(Path(pattern).expanduser()), recursive=True)})
         if not paths:
             raise FileNotFoundError(f"data set {name!r}: no file matches {source['files']}")
-        return [(p, Path(p).read_text(encoding="utf-8", errors="replace")) for p in paths]
+        return [(p, Path(p).read_text(encoding="utf-8", errors="replace")) for p in paths], {}
     if "pydoc_topics" in source:
         from pydoc_data.topics import topics
 
-        return [(f"pydoc_data.topics:{key}", topics[key]) for key in sorted(topics)]
+        return [(f"pydoc_data.topics:{key}", topics[key]) for key in sorted(topics)], {}
     spec = source["hf_dataset"]
-    ds = load_hub_dataset(name, spec, "train", "prepare it on a machine with network (HF_HOME on a shared file "
-                          "system) or use `files:` with local text files.")
+    ds, snap = load_hub_dataset(name, spec, "train", "Prepare it where the hub is reachable (`snakemake download`, "
+                                "e.g. on a login node), or use `files:` with local text files.", out_dir / "hub")
     field = spec.get("text_field", "text")
-    return [(f"{spec['path']}:{i}", row[field]) for i, row in enumerate(ds)]
+    if field not in ds.column_names:
+        raise ValueError(f"data set {name!r}: hub data set {spec['path']} has no column {field!r} (columns: "
+                         f"{ds.column_names}); set text_field in its config entry")
+    return [(f"{spec['path']}@{snap.commit}:{i}", text) for i, text in enumerate(ds[field])], snap.record()
 
 
 def segments(docs: list[tuple[str, str]], min_words: int, max_words: int) -> list[tuple[str, str]]:
@@ -64,7 +71,8 @@ def prepare_text(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
     min_words, max_words, n, seed = spec.get("min_words", 8), spec.get("max_words", 100), spec["n"], spec["seed"]
     if not 1 <= min_words <= max_words:
         raise ValueError(f"data set {name!r}: need 1 <= min_words <= max_words; got {min_words}, {max_words}")
-    pool = segments(documents(spec["source"], name), min_words, max_words)
+    docs, origin = documents(spec["source"], name, out_dir)
+    pool = segments(docs, min_words, max_words)
     if len(pool) < n:
         raise ValueError(f"data set {name!r}: asked for n = {n} segments but the source has only {len(pool)} with >= {min_words} words")
     chosen = np.random.default_rng(seed).choice(len(pool), size=n, replace=False)
@@ -76,5 +84,5 @@ def prepare_text(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
             fh.write(json.dumps({"id": item_id, "ref": ref, "text": text}, ensure_ascii=False) + "\n")
             items.append({"id": item_id, "ref": ref, "sha256": sha256_bytes(text.encode())})
     manifest = {"name": name, "modality": "text", "source": spec["source"], "n": n, "seed": seed,
-                "min_words": min_words, "max_words": max_words, "pool_size": len(pool), "items": items}
+                "min_words": min_words, "max_words": max_words, "origin": origin, "pool_size": len(pool), "items": items}
     return write_manifest(out_dir, manifest)

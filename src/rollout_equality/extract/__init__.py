@@ -20,6 +20,7 @@ import numpy as np
 
 class Extractor(Protocol):
     n_layers: int
+    preprocessing: dict  # what turned inputs into model inputs (class and settings), for provenance
 
     def __call__(self, inputs: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]: ...
 
@@ -39,13 +40,26 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def load(info: dict, device: str = "cpu", max_tokens: int | None = None) -> Extractor:
-    """An extractor for the model described by ``info`` (the contents of its ``model.json``)."""
+IMAGE_BACKENDS = ("pil", "torchvision")
+
+
+def load(info: dict, device: str = "cpu", max_tokens: int | None = None, image_backend: str = "pil") -> Extractor:
+    """An extractor for the model described by ``info`` (the contents of its ``model.json``).
+
+    ``image_backend``: the transformers image processor's backend, ``pil`` (the PIL/numpy pipeline
+    the checkpoints were published with; the default here) or ``torchvision`` (transformers' own
+    default when torchvision is installed, whose resizing gives slightly different pixels). timm
+    models use timm's transforms either way. The extractor's ``preprocessing`` attribute names
+    what was used, for the records' provenance.
+    """
     device = resolve_device(device)
+    if image_backend not in IMAGE_BACKENDS:
+        raise ValueError(f"image_backend must be one of {IMAGE_BACKENDS}; got {image_backend!r}")
     if info["backend"] == "transformers":
         from rollout_equality.extract.transformers_backend import TransformersExtractor
 
-        return TransformersExtractor(info["path"], info["modality"], device, max_tokens=max_tokens)
+        return TransformersExtractor(info["path"], info["modality"], device, max_tokens=max_tokens,
+                                     image_backend=image_backend)
     if info["backend"] == "timm":
         if info["modality"] != "image":
             raise ValueError(f"model {info.get('name')!r}: the timm backend reads images only")

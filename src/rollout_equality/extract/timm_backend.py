@@ -13,33 +13,38 @@ from rollout_equality.extract import NoAttentionError
 
 
 def save_timm(model: torch.nn.Module, architecture: str, out_dir: str | Path, model_args: dict | None = None) -> None:
-    """Save a timm model as the hub layout: ``config.json`` (architecture, pretrained_cfg) + ``model.safetensors``."""
+    """Save a timm model in the hub layout, with timm's own exporter: ``config.json`` + ``model.safetensors``.
+
+    ``config.json`` holds the architecture, the arguments the model was built with
+    (``model_args``) and its pretrained configuration (preprocessing), as on the hub.
+    """
     from safetensors.torch import save_file
+    from timm.models._hub import save_config_for_hf
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cfg = {"architecture": architecture, "num_classes": model.num_classes, "pretrained_cfg": dict(model.pretrained_cfg),
-           "model_args": dict(model_args or {})}
-    (out_dir / "config.json").write_text(json.dumps(cfg, indent=2, default=str))
+    save_config_for_hf(model, str(out_dir / "config.json"), model_args=dict(model_args or {}))
+    cfg = json.loads((out_dir / "config.json").read_text())
+    if cfg.get("architecture") != architecture:
+        raise ValueError(f"timm exported architecture {cfg.get('architecture')!r} for {architecture!r}")
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out_dir / "model.safetensors"))
 
 
 def load_timm(path: str | Path) -> torch.nn.Module:
-    """Load a timm model from a directory in the hub layout (a hub snapshot or :func:`save_timm`)."""
+    """Load a timm model from a directory in the hub layout (a hub snapshot or :func:`save_timm`).
+
+    timm's own ``local-dir:`` source reads ``config.json`` (architecture, model arguments,
+    pretrained configuration) and the weights (``model.safetensors`` or ``pytorch_model.bin``),
+    exactly as it would from the hub, without reaching for the network.
+    """
     import timm
 
     path = Path(path)
-    cfg = json.loads((path / "config.json").read_text())
-    weights = path / "model.safetensors"
-    if not weights.exists():
-        raise FileNotFoundError(f"{weights} is missing; a timm model directory needs config.json and model.safetensors")
-    # The weights come through timm's checkpoint loader; the pretrained config only
-    # supplies preprocessing (mean, std, crop), so nothing reaches for the hub.
-    overlay = {k: v for k, v in cfg.get("pretrained_cfg", {}).items() if k not in ("hf_hub_id", "file", "url")}
-    return timm.create_model(
-        cfg["architecture"], pretrained=False, checkpoint_path=str(weights), pretrained_cfg_overlay=overlay,
-        num_classes=cfg.get("num_classes", 1000), **cfg.get("model_args", {}),
-    )
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path / 'config.json'} is missing; a timm model directory needs config.json and weights")
+    if not any((path / f).is_file() for f in ("model.safetensors", "pytorch_model.bin")):
+        raise FileNotFoundError(f"{path} holds no model.safetensors or pytorch_model.bin")
+    return timm.create_model(f"local-dir:{path.resolve()}", pretrained=True)
 
 
 class TimmExtractor:
@@ -61,6 +66,8 @@ class TimmExtractor:
         if img_size is not None:  # the size the model was built for wins over its pretrained default
             config["input_size"] = (3, *img_size)
         self.transform = timm.data.create_transform(**config)
+        self.preprocessing = {"transform": "timm.data.create_transform",
+                              **{k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(config.items())}}
 
     @torch.inference_mode()
     def __call__(self, images: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:

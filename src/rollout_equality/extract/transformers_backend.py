@@ -42,7 +42,7 @@ def special_token_count(model: torch.nn.Module) -> int | None:
 
 
 class TransformersExtractor:
-    def __init__(self, path: str, modality: str, device: str, max_tokens: int | None = None):
+    def __init__(self, path: str, modality: str, device: str, max_tokens: int | None = None, image_backend: str = "pil"):
         import transformers
 
         self.path, self.modality, self.device, self.max_tokens = path, modality, device, max_tokens
@@ -57,8 +57,15 @@ class TransformersExtractor:
             if limit is not None and self.model.config.model_type in ("roberta", "xlm-roberta", "camembert"):
                 limit -= 2  # these models offset positions by padding_idx + 1
             self.max_length = min(x for x in (max_tokens, limit, self.tokenizer.model_max_length) if x)
+            self.preprocessing = {"tokenizer": type(self.tokenizer).__name__, "max_length": self.max_length}
         else:
-            self.processor = transformers.AutoImageProcessor.from_pretrained(path)
+            if int(transformers.__version__.split(".")[0]) >= 5:
+                self.processor = transformers.AutoImageProcessor.from_pretrained(path, backend=image_backend)
+            else:  # transformers 4: the PIL pipeline is the "slow" processor
+                self.processor = transformers.AutoImageProcessor.from_pretrained(path, use_fast=image_backend == "torchvision")
+            self.preprocessing = {"image_processor": type(self.processor).__name__, "backend": image_backend,
+                                  **{k: v for k, v in self.processor.to_dict().items()
+                                     if k in ("size", "crop_size", "resample", "image_mean", "image_std", "do_center_crop")}}
             self.patch_size = self.model.config.patch_size
             self.n_special = special_token_count(self.model)
             if self.n_special is None:
