@@ -1,0 +1,167 @@
+"""The paper target rehearsed against replicas of its sources (tests/hub_rehearsal), with the real clients.
+
+The replicas are served by olah, a real Hugging Face mirror; huggingface_hub, transformers and
+datasets reach it through HF_ENDPOINT, in subprocesses (the clients read their environment at
+import). openml-python and scikit-learn read caches in their own layouts. The rehearsal proves
+loading, layout and plumbing, never the paper's numbers: the weights are random.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from hub_rehearsal import mirror, rehearse
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER_MODELS = ["dinov2_small", "dinov2_base", "dinov2_large", "dinov2_small_reg", "dinov2_base_reg", "dinov2_large_reg",
+                "deit_base", "vit_base_16", "roberta_base", "distilbert_base"]
+
+
+@pytest.fixture(scope="module")
+def rehearsal(tmp_path_factory):
+    """Replicas built and served by olah; the rehearsal config written (module scope: built once)."""
+    workdir = tmp_path_factory.mktemp("rehearsal")
+    commits = rehearse.prepare(workdir)
+    with mirror.serve(workdir / "mirror", workdir / "olah") as endpoint:
+        yield SimpleNamespace(workdir=workdir, commits=commits, endpoint=endpoint,
+                              config=yaml.safe_load((workdir / "config.yaml").read_text()))
+
+
+def python(code: str, env: dict[str, str], cwd: Path) -> dict:
+    """Run ``code`` in a fresh interpreter with ``env``; it prints one JSON object last."""
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=cwd, capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_it(rehearsal, tmp_path):
+    """The first break a user met: frgfm/imagenette's `main` is a loading script, which datasets >= 4 refuses,
+    and the message blamed the network. The shipped source (its parquet export at a pinned commit) loads."""
+    env = rehearse.environment(tmp_path, rehearsal.endpoint)
+    shipped = rehearsal.config["datasets"]["imagenet_val"]
+    old_style = {"path": "frgfm/imagenette", "revision": "main", "name": "320px", "split": "validation"}
+    out = python(f"""
+        import json, datasets
+        from rollout_equality.data import DataUnavailableError, prepare
+        found = {{}}
+        try:
+            datasets.load_dataset("frgfm/imagenette", "320px", split="validation", revision="main")
+        except Exception as err:
+            found["datasets"] = str(err)
+        try:
+            prepare("imagenet_val", {{"modality": "image", "n": 3, "seed": 0,
+                                      "source": {{"hf_dataset": {old_style!r}}}}}, "old")
+        except DataUnavailableError as err:
+            found["old"] = str(err)
+        manifest = prepare("imagenet_val", {{**{shipped!r}, "n": 10}}, "new")
+        found["labels"] = sorted({{it["label"] for it in manifest["items"]}})
+        found["origin"] = manifest["origin"]
+        print(json.dumps(found))
+    """, env, tmp_path)
+    assert "Dataset scripts are no longer supported, but found imagenette.py" in out["datasets"]
+    assert "loading script (imagenette.py)" in out["old"] and "refs/convert/parquet" in out["old"]
+    assert "unreachable" not in out["old"]
+    assert len(out["labels"]) == 10 and "tench" in out["labels"]  # the ClassLabel names, one image per class
+    assert out["origin"]["commit"] == rehearsal.commits["datasets/frgfm/imagenette"]
+    assert list(out["origin"]["files"]) == ["full_size/validation/0000.parquet"]  # only the split asked for
+
+
+def test_a_hub_model_downloads_only_its_loader_files_and_a_second_run_offline_checks_them(rehearsal, tmp_path):
+    code = """
+        import json, os
+        from rollout_equality.models import ModelUnavailableError, prepare_model
+        spec = {"backend": "transformers", "modality": "text", "hub": {"id": "FacebookAI/roberta-base", "revision": "main"}}
+        try:
+            info = prepare_model("roberta_base", spec, "models", "models/roberta_base/model.json")
+            print(json.dumps({"info": info, "listed": sorted(os.listdir("models/roberta_base/snapshot"))}))
+        except ModelUnavailableError as err:
+            print(json.dumps({"error": str(err)}))
+    """
+    online = python(code, rehearse.environment(tmp_path, rehearsal.endpoint), tmp_path)
+    info = online["info"]
+    assert info["commit"] == rehearsal.commits["models/FacebookAI/roberta-base"] and info["revision"] == "main"
+    assert sorted(info["files"]) == ["config.json", "dict.txt", "merges.txt", "model.safetensors", "tokenizer.json",
+                                     "tokenizer_config.json", "vocab.json"]
+    assert not {"pytorch_model.bin", "tf_model.h5", "flax_model.msgpack", "rust_model.ot"} & set(online["listed"])
+    offline = python(code, rehearse.environment(tmp_path, None), tmp_path)
+    assert offline["info"] == info  # from disk, same commit and files
+    (tmp_path / "models/roberta_base/snapshot/vocab.json").unlink()
+    broken = python(code, rehearse.environment(tmp_path, None), tmp_path)
+    assert "vocab.json" in broken["error"] and "HF_HUB_OFFLINE=1" in broken["error"]
+
+
+def _manifests(workdir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(workdir)): p.read_bytes()
+            for pattern in ("resources/models/*/model.json", "resources/data/*/manifest.json", "resources/tabular/*/raw.parquet")
+            for p in sorted(workdir.glob(pattern))}
+
+
+@pytest.mark.slow
+def test_the_paper_target_runs_against_the_mirror_and_downloads_again_offline(rehearsal):
+    """`snakemake download`, then `all dynamics` (and `paper` with TeX), through the mirror; then `download`
+    again with HF_HUB_OFFLINE=1 and no hub at all, from disk."""
+    workdir, config = rehearsal.workdir, rehearsal.config
+    env = rehearse.environment(workdir, rehearsal.endpoint)
+    res = rehearse.snakemake(workdir, env, "download")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    downloaded = _manifests(workdir)
+    for name in PAPER_MODELS + ["albert_base", "dinov2_giant"]:
+        info = json.loads((workdir / f"resources/models/{name}/model.json").read_text())
+        assert info["commit"] == rehearsal.commits[f"models/{info['hub_id']}"], name
+        assert "pytorch_model.bin" not in info["files"] and "model.safetensors" in info["files"], name
+    assert json.loads((workdir / "resources/models/dinov2_giant/model.json").read_text())["revision"] == "main"
+
+    targets = ["all", "dynamics"] + (["paper"] if shutil.which("latexmk") else [])
+    res = rehearse.snakemake(workdir, env, *targets)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+
+    rates = pd.read_csv(workdir / "results/tables/paper/model_rates.csv")
+    for name in PAPER_MODELS + ["dinov2_giant", "ftt_seed0"]:
+        assert set(rates.loc[rates["model"] == name, "token_set"]) == {"content", "all"}, name
+    assert set(rates.loc[rates["model"] == "ftt_seed0", "dataset"]) == {"california", "adult"}
+    claims = pd.read_csv(workdir / "results/tables/paper/claims.csv")
+    assert "not run" not in set(claims["status"]), claims[claims["status"] == "not run"]
+    scores = pd.read_csv(workdir / "results/tables/paper/ftt_scores.csv")
+    assert scores[["dataset", "metric"]].values.tolist() == [["adult", "accuracy"], ["california", "rmse"]]
+    assert (workdir / "results/tables/dynamics/paper/albert_steps.csv").exists()
+    if "paper" in targets:
+        assert (workdir / "paper/suite-paper.pdf").read_bytes()[:5] == b"%PDF-"
+
+    # The token structure of each family, as the model declares it.
+    expected = {"dinov2_small": (257, 256), "dinov2_large": (257, 256), "dinov2_giant": (257, 256),
+                "dinov2_small_reg": (261, 256), "dinov2_large_reg": (261, 256), "deit_base": (197, 196),
+                "vit_base_16": (197, 196)}
+    for name, (n_all, n_content) in expected.items():
+        path = workdir / f"results/records/{name}/imagenet_val.parquet"
+        records = pd.read_parquet(path)
+        assert set(records.loc[records.token_set == "all", "n_tokens"]) == {n_all}, name
+        assert set(records.loc[records.token_set == "content", "n_tokens"]) == {n_content}, name
+        provenance = json.loads(pq.read_schema(path).metadata[b"rollout_equality"])
+        preprocessing = provenance["extraction"]["preprocessing"]
+        if name.startswith("dinov2"):
+            assert preprocessing["image_processor"] == "BitImageProcessorPil" and preprocessing["backend"] == "pil"
+        else:
+            assert preprocessing["transform"] == "timm.data.create_transform"
+    vit = json.loads(pq.read_schema(workdir / "results/records/vit_base_16/imagenet_val.parquet").metadata[b"rollout_equality"])
+    assert vit["extraction"]["preprocessing"]["mean"] == [0.5, 0.5, 0.5]  # the original ViT's normalisation
+    text = pd.read_parquet(workdir / "results/records/roberta_base/wikitext.parquet")
+    assert ((text.loc[text.token_set == "all", "n_tokens"].to_numpy() -
+             text.loc[text.token_set == "content", "n_tokens"].to_numpy()) == 2).all()  # <s> and </s>
+
+    # A second download, on a machine without the hub: every step re-run from disk, same results.
+    res = rehearse.snakemake(workdir, rehearse.environment(workdir, None), "download", "--forcerun", "download_model",
+                             "prepare_data", "download_openml")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    assert _manifests(workdir) == downloaded
+    assert (workdir / "REHEARSAL.md").read_text().startswith("# A rehearsal, not a result")
