@@ -28,6 +28,11 @@ TIMM_DEIT = ["config.json", "model.safetensors", "pytorch_model.bin", "README.md
     (ALBERT_BASE_V2, ["config.json", "model.safetensors", "spiece.model", "tokenizer.json"]),
     (DINOV2_SMALL, ["config.json", "model.safetensors", "preprocessor_config.json"]),
     (TIMM_DEIT, ["config.json", "model.safetensors"]),
+    # tokenizer files of other families (SentencePiece .spm, tiktoken, chat templates)
+    (["config.json", "model.safetensors", "source.spm", "target.spm", "vocab.json", "tokenizer.tiktoken",
+      "chat_template.jinja", "generation_config.json", "training_args.bin", "logo.png"],
+     ["chat_template.jinja", "config.json", "generation_config.json", "model.safetensors", "source.spm",
+      "target.spm", "tokenizer.tiktoken", "vocab.json"]),
     # sharded safetensors: the index and its shards, not the .bin copy
     (["config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
       "model-00002-of-00002.safetensors", "pytorch_model.bin.index.json", "pytorch_model-00001-of-00002.bin",
@@ -57,17 +62,21 @@ def test_data_file_patterns_follow_datasets_globbing():
                                                     "wikitext-2-raw-v1/test-00000-of-00001.parquet"]
     assert hub.match_files(files, ["README.md", "wikitext-103-raw-v1/test-?????-of-?????.parquet"]) == [
         "README.md", "wikitext-103-raw-v1/test-00000-of-00001.parquet"]
+    assert hub.match_files(files, "[0-9]*/validation/*") == ["320px/validation/0000.parquet"]
+    assert hub.match_files(files, "[!0-9]*/validation/*") == ["full_size/validation/0000.parquet"]
 
 
 def test_split_patterns_and_card_configurations():
     assert _split_patterns({"validation": "a/*.parquet", "train": ["b/0.parquet"]}, "validation") == ["a/*.parquet"]
     assert _split_patterns({"validation": "a/*.parquet"}, "test") is None
-    assert _split_patterns("data/*.csv", "train") == ["data/*.csv"] and _split_patterns("data/*.csv", "test") is None
+    assert _split_patterns("data/*.csv", "test") == ["data/*.csv"]  # bare patterns hold the split asked for
+    assert _split_patterns(["a.parquet", "b.parquet"], "validation") == ["a.parquet", "b.parquet"]
     card = ("---\nconfigs:\n- config_name: wikitext-103-raw-v1\n  data_files:\n  - split: test\n"
             "    path: wikitext-103-raw-v1/test-*\n  - split: train\n    path: wikitext-103-raw-v1/train-*\n"
             "- config_name: plain\n  data_files: plain/*.parquet\n---\n# card\n")
     assert _config_patterns(card, "wikitext-103-raw-v1", "test") == ["wikitext-103-raw-v1/test-*"]
     assert _config_patterns(card, "plain", "train") == ["plain/*.parquet"]
+    assert _config_patterns(card, "plain", "test") is None  # a card's bare patterns are its train split
     assert _config_patterns(card, "wikitext-2-v1", "test") is None
     assert _config_patterns("# no header\n", "x", "train") is None
 
@@ -114,3 +123,15 @@ def test_a_connection_failure_behind_other_errors_is_found_and_offline_mode_is_n
     assert "HF_HUB_OFFLINE=1 forbids downloading it" in hub.describe(err, "model 'x'")
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     assert not hub.offline()
+
+
+def test_file_digests_are_the_hubs_own(tmp_path):
+    """git's blob id for files stored in git, SHA-256 for LFS files: what the hub's file list gives."""
+    import hashlib
+    import subprocess
+
+    path = tmp_path / "config.json"
+    path.write_bytes(b'{"model_type": "dinov2"}\n')
+    blob = subprocess.run(["git", "hash-object", str(path)], capture_output=True, text=True, check=True).stdout.strip()
+    assert hub.file_digest(path, "git-sha1") == f"git-sha1:{blob}"
+    assert hub.file_digest(path, "sha256") == f"sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}"

@@ -37,9 +37,9 @@ def rehearsal(tmp_path_factory):
                               config=yaml.safe_load((workdir / "config.yaml").read_text()))
 
 
-def python(code: str, env: dict[str, str], cwd: Path) -> dict:
-    """Run ``code`` in a fresh interpreter with ``env``; it prints one JSON object last."""
-    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=cwd, capture_output=True,
+def python(code: str, env: dict[str, str], cwd: Path, *args: str) -> dict:
+    """Run ``code`` in a fresh interpreter with ``env`` (and ``sys.argv[1:] = args``); it prints one JSON object last."""
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=env, cwd=cwd, capture_output=True,
                          text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -76,29 +76,70 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
     assert out["origin"]["commit"] == rehearsal.commits["datasets/frgfm/imagenette"]
     assert list(out["origin"]["files"]) == ["full_size/validation/0000.parquet"]  # only the split asked for
 
+    # Other files asked for at the same revision: fetched, and the old ones removed (offline: refused).
+    smaller = {**shipped, "n": 10}
+    smaller["source"] = {"hf_dataset": {**shipped["source"]["hf_dataset"],
+                                        "data_files": {"validation": "320px/validation/*.parquet"}}}
+    code = f"""
+        import json, os
+        from rollout_equality.data import DataUnavailableError, prepare
+        try:
+            origin = prepare("imagenet_val", {smaller!r}, "new")["origin"]
+            print(json.dumps({{"files": sorted(origin["files"]), "on_disk": sorted(os.listdir("new/hub"))}}))
+        except DataUnavailableError as err:
+            print(json.dumps({{"error": str(err)}}))
+    """
+    refused = python(code, rehearse.environment(tmp_path, None), tmp_path)
+    assert "HF_HUB_OFFLINE=1 forbids downloading it" in refused["error"]
+    moved = python(code, env, tmp_path)
+    assert moved["files"] == ["320px/validation/0000.parquet"] and moved["on_disk"] == [".cache", "320px"]
+
+
+MODEL_CODE = """
+    import json, os, sys
+    from rollout_equality.models import ModelUnavailableError, prepare_model
+    spec = {"backend": "transformers", "modality": "text", "hub": {"id": "FacebookAI/roberta-base", "revision": sys.argv[1]}}
+    try:
+        info = prepare_model("roberta_base", spec, "models", "models/roberta_base/model.json")
+        print(json.dumps({"info": info, "listed": sorted(os.listdir("models/roberta_base/snapshot"))}))
+    except ModelUnavailableError as err:
+        print(json.dumps({"error": str(err)}))
+"""
+
 
 def test_a_hub_model_downloads_only_its_loader_files_and_a_second_run_offline_checks_them(rehearsal, tmp_path):
-    code = """
-        import json, os
-        from rollout_equality.models import ModelUnavailableError, prepare_model
-        spec = {"backend": "transformers", "modality": "text", "hub": {"id": "FacebookAI/roberta-base", "revision": "main"}}
-        try:
-            info = prepare_model("roberta_base", spec, "models", "models/roberta_base/model.json")
-            print(json.dumps({"info": info, "listed": sorted(os.listdir("models/roberta_base/snapshot"))}))
-        except ModelUnavailableError as err:
-            print(json.dumps({"error": str(err)}))
-    """
-    online = python(code, rehearse.environment(tmp_path, rehearsal.endpoint), tmp_path)
+    def prepare(revision: str, env: dict) -> dict:
+        return python(MODEL_CODE, env, tmp_path, revision)
+
+    online_env = rehearse.environment(tmp_path, rehearsal.endpoint)
+    online = prepare("main", online_env)
     info = online["info"]
-    assert info["commit"] == rehearsal.commits["models/FacebookAI/roberta-base"] and info["revision"] == "main"
+    commit = rehearsal.commits["models/FacebookAI/roberta-base"]
+    assert info["commit"] == commit and info["revision"] == "main"
     assert sorted(info["files"]) == ["config.json", "dict.txt", "merges.txt", "model.safetensors", "tokenizer.json",
                                      "tokenizer_config.json", "vocab.json"]
     assert not {"pytorch_model.bin", "tf_model.h5", "flax_model.msgpack", "rust_model.ot"} & set(online["listed"])
-    offline = python(code, rehearse.environment(tmp_path, None), tmp_path)
-    assert offline["info"] == info  # from disk, same commit and files
-    (tmp_path / "models/roberta_base/snapshot/vocab.json").unlink()
-    broken = python(code, rehearse.environment(tmp_path, None), tmp_path)
+    assert prepare("main", rehearse.environment(tmp_path, None))["info"] == info  # HF_HUB_OFFLINE=1: from disk
+
+    # Pinned to the commit, a re-run needs no network even without HF_HUB_OFFLINE (a compute node).
+    no_hub = {**online_env, "HF_ENDPOINT": "http://127.0.0.1:9"}
+    assert prepare("main", rehearse.environment(tmp_path, None))["info"]["files"] == info["files"]
+    python(MODEL_CODE, online_env, tmp_path, commit)  # record the request for the commit itself
+    assert prepare(commit, no_hub)["info"]["commit"] == commit
+
+    vocab = tmp_path / "models/roberta_base/snapshot/vocab.json"
+    original = vocab.read_bytes()
+    vocab.unlink()
+    broken = prepare("main", rehearse.environment(tmp_path, None))
     assert "vocab.json" in broken["error"] and "HF_HUB_OFFLINE=1" in broken["error"]
+    # Online, a damaged file (same size, other bytes) is fetched again or refused, never recorded as the commit's.
+    vocab.write_bytes(original[:-2] + b"!}")
+    (tmp_path / "models/roberta_base/snapshot/stale.bin").write_bytes(b"left over from another revision")
+    repaired = prepare("main", online_env)
+    if "error" in repaired:
+        assert "vocab.json" in repaired["error"] and "is not the file of commit" in repaired["error"]
+    else:
+        assert vocab.read_bytes() == original and "stale.bin" not in repaired["listed"]
 
 
 def _manifests(workdir: Path) -> dict[str, bytes]:

@@ -19,6 +19,7 @@ cannot find its cache at all when ``data_files`` are given.)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -33,19 +34,19 @@ from rollout_equality.io import write_json
 log = logging.getLogger(__name__)
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
-SNAPSHOT_RECORD = "snapshot.json"
 
-# Weights in the order a loader prefers them: one file, or an index with its shards.
+# Weights in the order a loader prefers them: one file, or an index with the shards beside it.
 WEIGHT_CHOICES = (
     ("model.safetensors", None),
-    ("model.safetensors.index.json", re.compile(r"model-\d+-of-\d+\.safetensors")),
+    ("model.safetensors.index.json", re.compile(r"[^/]+\.safetensors")),
     ("pytorch_model.bin", None),
-    ("pytorch_model.bin.index.json", re.compile(r"pytorch_model-\d+-of-\d+\.bin")),
+    ("pytorch_model.bin.index.json", re.compile(r"pytorch_model[^/]*\.bin")),
 )
 # Besides the weights, a loader reads configuration, tokenizer and preprocessor files at the top
-# level: JSON (config, tokenizer, preprocessor), vocabularies and merges (.txt), SentencePiece
-# models (.model). Indexes of other weight formats are left out.
-METADATA_SUFFIXES = (".json", ".txt", ".model")
+# level: JSON (config, tokenizer, preprocessor), vocabularies and merges (.txt, .vocab, bpe.codes),
+# SentencePiece models (.model, .spm), tiktoken files, chat templates (.jinja). Indexes of other
+# weight formats are left out.
+METADATA_SUFFIXES = (".json", ".txt", ".model", ".spm", ".vocab", ".codes", ".tiktoken", ".jinja")
 OTHER_FORMAT_INDEXES = re.compile(r".*\.(h5|msgpack|ot|onnx)\.index\.json|tf_model.*\.json|flax_model.*\.json")
 
 
@@ -116,7 +117,7 @@ def describe(err: BaseException, what: str) -> str:
         return f"{what}: the repository has no such revision: check the revision in config.yaml. ({text})"
     if "EntryNotFoundError" in names or "RemoteEntryNotFoundError" in names:
         return f"{what}: a file is missing from the repository at that revision. ({text})"
-    if "IncompleteSnapshotError" in names:
+    if "IncompleteSnapshotError" in names and offline():
         return (f"{what}: the copy on disk is incomplete and HF_HUB_OFFLINE=1 forbids finishing it: run the "
                 f"download again where the hub is reachable. ({text})")
     if connection_failure(err):
@@ -135,10 +136,10 @@ def describe(err: BaseException, what: str) -> str:
 def loader_files(repo_files: Iterable[str]) -> list[str]:
     """The files of a model repository that transformers or timm read, sorted.
 
-    The PyTorch weights in one format — ``model.safetensors`` (or its index and shards), else
-    ``pytorch_model.bin`` (or its index and shards) — and the top-level configuration, tokenizer and
-    preprocessor files (``*.json``, ``*.txt``, ``*.model``). TensorFlow, Flax, Rust, ONNX and
-    CoreML copies of the weights, sub-folders and model cards are left out.
+    The PyTorch weights in one format — ``model.safetensors`` (or its index and the safetensors
+    shards beside it), else ``pytorch_model.bin`` (or its index and shards) — and the top-level
+    configuration, tokenizer and preprocessor files (:data:`METADATA_SUFFIXES`). TensorFlow, Flax,
+    Rust, ONNX and CoreML copies of the weights, sub-folders and model cards are left out.
     """
     files = sorted(set(repo_files))
     top = [f for f in files if "/" not in f]
@@ -157,7 +158,7 @@ def loader_files(repo_files: Iterable[str]) -> list[str]:
 
 @dataclass
 class Snapshot:
-    """A model repository's loader files in a local folder."""
+    """A hub repository's chosen files in a local folder, at one commit."""
 
     path: Path
     repo_id: str
@@ -165,6 +166,8 @@ class Snapshot:
     commit: str
     files: dict[str, int] = field(default_factory=dict)  # name → size in bytes
     repo_type: str = "model"
+    selection: Any = "loader_files"  # what chose the files (the record is reused only for the same choice)
+    digests: dict[str, str] = field(default_factory=dict)  # name → "sha256:…" (LFS) or "git-sha1:…" (blob)
 
     @property
     def size(self) -> int:
@@ -172,7 +175,7 @@ class Snapshot:
 
     def record(self) -> dict[str, Any]:
         return {"repo_id": self.repo_id, "repo_type": self.repo_type, "revision": self.revision, "commit": self.commit,
-                "files": self.files, "bytes": self.size}
+                "selection": self.selection, "files": self.files, "digests": self.digests, "bytes": self.size}
 
 
 def _read_record(path: Path) -> dict[str, Any] | None:
@@ -182,61 +185,124 @@ def _read_record(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def snapshot(repo_id: str, revision: str, local_dir: str | os.PathLike, *, what: str, ways_out: str = "",
-             repo_type: str = "model", select: Callable[[dict[str, int], str], list[str]] | None = None) -> Snapshot:
-    """Download the files of a hub repository that a loader reads, at ``revision``, into ``local_dir``.
+def _digest_of(entry) -> str | None:
+    """The content hash the hub lists for a file: its LFS SHA-256, else its git blob id."""
+    lfs = getattr(entry, "lfs", None)
+    if lfs is not None and getattr(lfs, "sha256", None):
+        return f"sha256:{lfs.sha256}"
+    return f"git-sha1:{entry.blob_id}" if getattr(entry, "blob_id", None) else None
 
-    Online, ``revision`` is resolved to its commit, the repository's file list read at that
-    commit, and only the files chosen by ``select(files, commit)`` (name → size in bytes; default
-    :func:`loader_files`) fetched into ``local_dir`` (resumable; files already there and unchanged
-    are not fetched again). ``<local_dir>.json`` records the commit and the files. With
-    ``HF_HUB_OFFLINE=1`` the record and the files on disk are used instead, after checking that
-    every recorded file is there with its size. Raises :class:`HubError` naming the cause.
+
+def file_digest(path: Path, kind: str) -> str:
+    """``sha256:…`` of a file's bytes, or ``git-sha1:…``, the id git gives the file as a blob."""
+    h = hashlib.sha256() if kind == "sha256" else hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return f"{kind}:{h.hexdigest()}"
+
+
+def _missing(local_dir: Path, files: dict[str, int]) -> list[str]:
+    return [f for f, size in files.items() if not (local_dir / f).is_file() or (local_dir / f).stat().st_size != size]
+
+
+def _prune(local_dir: Path, keep: Iterable[str]) -> None:
+    """Remove files under ``local_dir`` that the snapshot does not hold (a loader reads whole folders)."""
+    keep = set(keep)
+    for path in sorted(local_dir.rglob("*"), reverse=True):
+        rel = path.relative_to(local_dir).as_posix()
+        if rel == ".cache" or rel.startswith(".cache/"):
+            continue
+        if path.is_file() and rel not in keep:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+def snapshot(repo_id: str, revision: str, local_dir: str | os.PathLike, *, what: str, ways_out: str = "",
+             repo_type: str = "model", select: Callable[[dict[str, int], str], list[str]] | None = None,
+             selection: Any = "loader_files") -> Snapshot:
+    """The files of a hub repository that a loader reads, at ``revision``, in ``local_dir``.
+
+    ``select(files, commit)`` chooses the files from the repository's list (name → size; default
+    :func:`loader_files`); ``selection`` names that choice (JSON) so that a record is reused only
+    for the same request. ``<local_dir>.json`` records commit, files, sizes and content hashes.
+
+    * A recorded copy of this request whose files are all there with their sizes is used
+      without any network call when ``revision`` is a commit (commits never change) or when
+      ``HF_HUB_OFFLINE=1``; offline, anything else raises, naming what is missing.
+    * Otherwise the revision is resolved to its commit, the file list read at that commit, the
+      chosen files downloaded (resumable: unchanged files are not fetched again), each checked
+      against the size and hash the hub lists, files that do not belong removed, and only then
+      is the record written.
+
+    Raises :class:`HubError` naming the cause.
     """
+    import glob
+
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.hf_api import RepoFile
 
     local_dir = Path(local_dir)
     record_path = local_dir.with_name(local_dir.name + ".json")
-    try:
+    record = _read_record(record_path)
+    same = bool(record and record.get("repo_id") == repo_id and record.get("repo_type", "model") == repo_type
+                and revision in (record.get("revision"), record.get("commit"))
+                and json.dumps(record.get("selection"), sort_keys=True) == json.dumps(selection, sort_keys=True))
+    if same and (COMMIT.fullmatch(revision) or offline()):
+        files = {k: int(v) for k, v in record["files"].items()}
+        missing = _missing(local_dir, files)
+        if not missing:
+            return Snapshot(local_dir, repo_id, revision, record["commit"], files, repo_type, selection,
+                            record.get("digests", {}))
         if offline():
-            record = _read_record(record_path)
-            usable = (record and record.get("repo_id") == repo_id and record.get("repo_type", "model") == repo_type
-                      and revision in (record.get("revision"), record.get("commit")))
-            if not usable:
-                raise HubError(f"{what} is not on disk ({record_path} records no download of this repository and "
-                               f"revision) and HF_HUB_OFFLINE=1 forbids downloading it. {ways_out}".strip())
-            commit, files = record["commit"], {k: int(v) for k, v in record["files"].items()}
-            snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=local_dir,
-                              allow_patterns=list(files), local_files_only=True)
-            missing = [f for f, size in files.items() if not (local_dir / f).is_file() or (local_dir / f).stat().st_size != size]
-            if missing:
-                raise HubError(f"{what}: files {missing} under {local_dir} are missing or of the wrong size, and "
-                               f"HF_HUB_OFFLINE=1 forbids fetching them again. {ways_out}".strip())
-            return Snapshot(local_dir, repo_id, revision, commit, files, repo_type)
+            raise HubError(f"{what}: files {missing} under {local_dir} are missing or of the wrong size, and "
+                           f"HF_HUB_OFFLINE=1 forbids fetching them again. {ways_out}".strip())
+    elif offline():
+        raise HubError(f"{what} is not on disk ({record_path} records no download of this repository, revision and "
+                       f"choice of files) and HF_HUB_OFFLINE=1 forbids downloading it. {ways_out}".strip())
+    try:
+        record_path.unlink(missing_ok=True)  # from here on, the folder is not trusted until checked again
         api = HfApi()
         if COMMIT.fullmatch(revision):
             commit = revision
         else:  # a short probe first: an unreachable hub otherwise costs ~30 s of retries
             commit = api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=10).sha
-        tree = {f.path: int(f.size) for f in api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit,
-                                                                 recursive=True) if isinstance(f, RepoFile)}
+        entries = {f.path: f for f in api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
+                   if isinstance(f, RepoFile)}
+        tree = {name: int(f.size) for name, f in entries.items()}
         wanted = sorted(select(tree, commit) if select else loader_files(tree))
         files = {f: tree[f] for f in wanted}
         log.info("%s: %d of %d files at commit %s, %.1f MB: %s", what, len(files), len(tree), commit,
                  sum(files.values()) / 1e6, ", ".join(wanted))
-        snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=local_dir, allow_patterns=wanted)
-    except HubError:
-        raise
-    except Exception as err:
-        raise HubError(f"{describe(err, what)} {ways_out}".strip()) from err
-    snap = Snapshot(local_dir, repo_id, revision, commit, files, repo_type)
+        snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=local_dir,
+                          allow_patterns=[glob.escape(f) for f in wanted])
+    except HubError as err:
+        raise HubError(f"{what}: {err}") from err.__cause__
+    except Exception as err:  # the ways out (another machine, a local copy) help only when the hub cannot be reached
+        raise HubError(f"{describe(err, what)} {ways_out if connection_failure(err) else ''}".strip()) from err
+    digests = {}
+    for name in wanted:
+        expected = _digest_of(entries[name])
+        path = local_dir / name
+        if not path.is_file() or path.stat().st_size != files[name]:
+            raise HubError(f"{what}: {name} did not arrive whole at commit {commit} (expected {files[name]} bytes); "
+                           "run the download again")
+        if expected:
+            found = file_digest(path, expected.split(":", 1)[0])
+            if found != expected:
+                raise HubError(f"{what}: {path} is not the file of commit {commit} ({found}, the hub lists {expected}); "
+                               "delete it and run the download again")
+            digests[name] = expected
+    _prune(local_dir, wanted)
+    snap = Snapshot(local_dir, repo_id, revision, commit, files, repo_type, selection, digests)
     write_json(record_path, snap.record())
     return snap
 
 
 def glob_regex(pattern: str) -> re.Pattern:
-    """A repository path pattern as ``datasets`` reads it: ``*`` and ``?`` stay within one folder, ``**`` crosses folders."""
+    """A repository path pattern as ``datasets`` globs it: ``*``, ``?`` and ``[...]`` stay within one
+    folder, ``**`` crosses folders."""
     out = []
     i = 0
     while i < len(pattern):
@@ -252,6 +318,12 @@ def glob_regex(pattern: str) -> re.Pattern:
         elif pattern[i] == "?":
             out.append("[^/]")
             i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1:end]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+            i = end + 1
         else:
             out.append(re.escape(pattern[i]))
             i += 1

@@ -103,7 +103,8 @@ def measure(
     )
     metadata = {
         "model": dict(model_info),
-        "dataset": {"name": dataset, "sha256": manifest.get("sha256"), "n": manifest.get("n")},
+        "dataset": {"name": dataset, "sha256": manifest.get("sha256"), "n": manifest.get("n"),
+                    "origin": {k: v for k, v in (manifest.get("origin") or {}).items() if k != "digests"}},
         "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
         "extraction": {"device": device, "batch_size": batch_size, "max_tokens": max_tokens,
                        "attention": "eager, head-averaged in float32, analysed in float64",

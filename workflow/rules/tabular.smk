@@ -3,7 +3,7 @@ localrules:
 
 
 rule download_openml:
-    """Fetch a table: OpenML (network, cached under resources/openml), scikit-learn or a CSV file."""
+    """Fetch a table: OpenML or scikit-learn (network once, cached under resources/cache), or a CSV file."""
     output:
         "resources/tabular/{tabular}/raw.parquet",
     params:

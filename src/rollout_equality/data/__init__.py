@@ -7,8 +7,10 @@ count, the seed and a SHA-256 of every input, so a rerun can be checked.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -16,6 +18,8 @@ from typing import Any
 
 from rollout_equality import hub
 from rollout_equality.io import write_json
+
+log = logging.getLogger(__name__)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -27,12 +31,11 @@ class DataUnavailableError(RuntimeError):
 
 
 def _split_patterns(data_files: Any, split: str) -> list[str] | None:
-    """The patterns of ``split`` in a ``data_files`` value (a pattern, a list, or a mapping split → patterns)."""
+    """The patterns of ``split`` in a ``data_files`` value: a mapping split → patterns, or bare
+    patterns (a string or a list), which hold the split asked for."""
     if isinstance(data_files, dict):
         found = data_files.get(split)
         return None if found is None else ([found] if isinstance(found, str) else list(found))
-    if split != "train":  # datasets' convention: bare patterns are the train split
-        return None
     return [data_files] if isinstance(data_files, str) else list(data_files)
 
 
@@ -46,6 +49,8 @@ def _config_patterns(readme: str, config: str, split: str) -> list[str] | None:
             files = entry.get("data_files", [])
             if isinstance(files, list) and files and isinstance(files[0], dict):
                 files = {f["split"]: f["path"] for f in files}
+            elif split != "train":  # a card's bare patterns are its train split
+                return None
             return _split_patterns(files, split)
     return None
 
@@ -95,17 +100,21 @@ def load_hub_dataset(name: str, spec: dict[str, Any], default_split: str, way_ou
                                        f"its files: {sorted(tree)[:20]}")
         return files
 
+    selection = {"data_files": spec.get("data_files"), "name": spec.get("name"), "split": split}
     try:
-        snap = hub.snapshot(path, revision, local_dir, what=what, repo_type="dataset", select=select)
+        snap = hub.snapshot(path, revision, local_dir, what=what, ways_out=way_out, repo_type="dataset",
+                            select=select, selection=selection)
     except hub.HubError as err:
-        cause = err.__cause__
-        if isinstance(cause, DataUnavailableError):
-            raise cause from None
-        message = str(err)
-        raise DataUnavailableError(f"{message} {way_out}" if cause is not None and hub.connection_failure(cause)
-                                   else message) from err
-    try:
-        ds = datasets.load_dataset(str(snap.path), data_files={split: sorted(snap.files)}, split=split)
+        if isinstance(err.__cause__, DataUnavailableError):
+            raise err.__cause__ from None
+        raise DataUnavailableError(str(err)) from err
+    if not hub.COMMIT.fullmatch(revision):
+        log.warning("%s is not pinned: resolved to commit %s; pin it in config.yaml", what, snap.commit)
+    try:  # held in memory, datasets' Arrow copy in a temporary folder: nothing is written outside resources/
+        files = [glob.escape(f) for f in sorted(snap.files)]
+        with tempfile.TemporaryDirectory(prefix="datasets-") as cache:
+            ds = datasets.load_dataset(str(snap.path), data_files={split: files}, split=split, cache_dir=cache,
+                                       keep_in_memory=True)
     except Exception as err:
         raise DataUnavailableError(f"{what}: datasets could not read the downloaded files {sorted(snap.files)} "
                                    f"under {snap.path}: {type(err).__name__}: {err}") from err

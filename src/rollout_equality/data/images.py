@@ -80,14 +80,18 @@ def _source(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[str]
     spec = source["hf_dataset"]
     ds, snap = load_hub_dataset(name, spec, "validation", "Or use `image_folder:` with a local ImageNet validation tree.",
                                 out_dir / "hub")
-    label_field, image_field = spec.get("label_field", "label"), spec.get("image_field", "image")
+    image_field = spec.get("image_field", "image")
+    label_field = spec.get("label_field", "label" if "label" in ds.column_names else None)  # None: unlabelled
     for field in (image_field, label_field):
-        if field not in ds.column_names:
+        if field is not None and field not in ds.column_names:
             raise ValueError(f"data set {name!r}: hub data set {spec['path']} has no column {field!r} (columns: "
                              f"{ds.column_names}); set image_field / label_field in its config entry")
-    feature = ds.features[label_field]
-    names = feature.int2str if hasattr(feature, "int2str") else str  # class names of a ClassLabel column
-    labels = [str(names(x)) for x in ds[label_field]]
+    if label_field is None:
+        labels = [""] * len(ds)
+    else:
+        feature = ds.features[label_field]
+        names = feature.int2str if hasattr(feature, "int2str") else str  # class names of a ClassLabel column
+        labels = [str(names(x)) for x in ds[label_field]]
     refs = [f"{spec['path']}@{snap.commit}:{i}" for i in range(len(ds))]
     return refs, labels, lambda i: ds[i][image_field], snap.record()
 

@@ -63,7 +63,9 @@ class TransformersExtractor:
                 self.processor = transformers.AutoImageProcessor.from_pretrained(path, backend=image_backend)
             else:  # transformers 4: the PIL pipeline is the "slow" processor
                 self.processor = transformers.AutoImageProcessor.from_pretrained(path, use_fast=image_backend == "torchvision")
-            self.preprocessing = {"image_processor": type(self.processor).__name__, "backend": image_backend,
+            processor_class = type(self.processor).__name__  # transformers falls back to the other backend with a warning
+            self.preprocessing = {"image_processor": processor_class,
+                                  "backend": "pil" if processor_class.endswith("Pil") else "torchvision",
                                   **{k: v for k, v in self.processor.to_dict().items()
                                      if k in ("size", "crop_size", "resample", "image_mean", "image_std", "do_center_crop")}}
             self.patch_size = self.model.config.patch_size
