@@ -92,7 +92,7 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     """Figures from records files; the paper's TeX check names the way out when TeX is missing."""
     import shutil as _shutil
 
-    from rollout_equality import figures
+    from rollout_equality import figures, paper
     from rollout_equality.records import analyse_input, write_records
 
     rng = np.random.default_rng(0)
@@ -115,7 +115,7 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     assert len(written) == 8 and all(p.stat().st_size > 1000 for p in written)
     monkeypatch.setattr(_shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="apt-get install texlive-latex-base"):
-        figures.build_paper(tmp_path, "offline")
+        paper.build(tmp_path, "offline")
 
 
 def test_late_failure_claim_and_ftt_table():
@@ -135,3 +135,20 @@ def test_late_failure_claim_and_ftt_table():
     scores = pd.DataFrame({"dataset": ["adult"], "seed": [0], "metric": ["accuracy"], "test": [0.86], "published": [0.86]})
     t = ftt_table(scores, model_rates(r))
     assert t.iloc[0]["content"] == pytest.approx(0.3) and np.isnan(t.iloc[0]["all"])
+
+
+def test_the_paper_depends_on_every_file_main_tex_reads(tmp_path):
+    """The build rule's inputs come from main.tex's own \\input / \\includegraphics lines, comments skipped."""
+    from pathlib import Path
+
+    from rollout_equality.paper import inputs
+
+    main = Path(__file__).resolve().parents[1] / "paper" / "main.tex"
+    rel = [str(Path(p).relative_to(main.parent)) for p in inputs(main, "offline")]
+    assert len(rel) == 12 and len(set(rel)) == 12
+    assert {"tables/offline/macros.tex", "tables/baseline.tex", "figures/baseline_rate.pdf", "tables/offline/ftt.tex",
+            "tables/offline/rollout_summary.tex", "figures/offline/heatmap.pdf"} <= set(rel)
+    tex = tmp_path / "x.tex"
+    tex.write_text("% \\input{tables/\\suite/ignored}\n\\input{tables/\\suite/a}  % \\input{b}\n"
+                   "\\includegraphics[width=2cm]{figures/c.png}\\input{main}\n")
+    assert [str(Path(p).relative_to(tmp_path)) for p in inputs(tex, "s")] == ["tables/s/a.tex", "figures/c.png"]

@@ -15,59 +15,9 @@ import yaml
 from rollout_equality.baseline import random_baseline
 
 REPO = Path(__file__).resolve().parents[1]
-from models_tiny import FAMILIES, MINILM
 
-TINY = {
-    "condition": {"atol": 1e-9, "row_sum_atol": 1e-5},
-    "baseline": {"seed": 3, "trials": 120, "ns": [3, 8, 17], "chunk_size": 50},
-    "extraction": {"device": "cpu", "batch_size": 2, "max_tokens": 32, "dump_inputs": 1},
-    "models": {
-        "minilm": {"backend": "transformers", "modality": "text", "local": MINILM},
-        "tiny_dinov2_reg": {"backend": "transformers", "modality": "image",
-                            "random_init": {"seed": 0, **FAMILIES["dinov2_reg"][2]}},
-        "tiny_timm_deit": {"backend": "timm", "modality": "image",
-                           "random_init": {"seed": 0, **FAMILIES["timm_deit_distilled"][2]}},
-    },
-    "datasets": {
-        "pydoc": {"modality": "text", "source": {"pydoc_topics": True}, "n": 3, "seed": 0, "min_words": 10, "max_words": 30},
-        "photos": {"modality": "image", "source": {"skimage": ["astronaut", "coffee", "camera"]}, "n": 3, "seed": 0},
-    },
-    "tabular": {
-        "seeds": [0], "n_inputs": 10, "split": {"test": 0.2, "val": 0.2},
-        "training": {"max_epochs": 2, "patience": 2, "batch_size": 256, "device": "cpu"},
-        "datasets": {"cancer": {"task": "binclass", "source": {"sklearn": "breast_cancer"},
-                                "published": {"metric": "accuracy", "value": 0.97}}},
-        "suites": {"paper": [], "offline": ["cancer"]},
-    },
-    "suites": {
-        "paper": [],
-        "offline": [
-            {"model": "minilm", "dataset": "pydoc"},
-            {"model": "tiny_dinov2_reg", "dataset": "photos"},
-            {"model": "tiny_timm_deit", "dataset": "photos"},
-        ],
-    },
-    "dynamics": {
-        "seed": 5,
-        "simulations": {
-            "consensus": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 100, "F": {"symmetric": [1.0, 0.5, -0.3]}},
-            "bipartite": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 150, "F": {"symmetric": [1.0, 0.5, -0.3]},
-                          "radii": [0.1, 1.5], "trials": 10, "tol": 1.0e-3,
-                          "uniform_starts": 10, "betas": [0.5, 1.0]},
-            "multihead": {"n": 8, "heads": 3, "M": "random", "eta": 0.1, "beta": 1.0, "steps": 100,
-                          "F": {"real": [1.0, 0.3, -0.2], "complex": [[0.2, 0.3]]}},
-            "asymmetric": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 100,
-                           "F": {"real": [1.0, -0.2], "complex": [[0.4, 0.6]]}},
-        },
-        "albert": {"steps": 24, "max_tokens": 32, "suites": {"offline": {"model": "tiny_albert", "dataset": "pydoc"}}},
-    },
-}
-TINY["models"]["tiny_albert"] = {
-    "backend": "transformers", "modality": "text",
-    "random_init": {"seed": 0, "tokenizer": MINILM, "config": {
-        "model_type": "albert", "embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 12,
-        "num_attention_heads": 4, "intermediate_size": 64, "num_hidden_groups": 1, "inner_group_num": 1}},
-}
+# The tiny end-to-end configuration (runnable by hand: snakemake --cores 2 --configfile .test/config.yaml offline).
+TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
 
 
 def snakemake(workdir: Path, *args: str, config: dict | None = None) -> subprocess.CompletedProcess:
@@ -86,13 +36,17 @@ def test_lint_passes(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-@pytest.mark.parametrize("profile", ["default", "slurm"])
+@pytest.mark.parametrize("profile", ["local", "slurm"])
 def test_profiles_plan_the_offline_suite(tmp_path, profile):
-    """Both profiles parse and plan every job (a dry run: no SLURM controller is needed to plan)."""
+    """Both profiles parse and plan every job (a dry run: no SLURM controller is needed to plan), each alone:
+    no workflow profile (profiles/default) is applied beside them, so local settings cannot leak into a cluster run."""
     res = snakemake(tmp_path, "-n", "--profile", str(REPO / "profiles" / profile), "offline", "dynamics_offline",
                     config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "measure_ftt" in res.stdout and "random_baseline" in res.stdout and "unroll_albert" in res.stdout
+    assert not (REPO / "profiles" / "default").exists()
+    assert "workflow specific profile" not in res.stdout + res.stderr
+    assert f"Using profile {REPO / 'profiles' / profile}" in res.stdout + res.stderr
     if profile == "slurm":
         assert "slurm_partition=<partition>" in res.stdout and "cpus_per_task=8" in res.stdout
         unroll = res.stdout.split("rule unroll_albert:")[1].split("\n\n")[0]
@@ -137,7 +91,9 @@ def test_albert_run_naming_an_image_data_set_fails(tmp_path):
     config = yaml.safe_load(yaml.safe_dump(TINY))
     config["dynamics"]["albert"]["suites"]["offline"]["dataset"] = "photos"
     res = snakemake(tmp_path, "-n", "dynamics_offline", config=config)
-    assert res.returncode != 0 and "the data set 'photos' is image; ALBERT reads text" in res.stdout + res.stderr
+    assert res.returncode != 0
+    assert "dynamics.albert.suites.offline (ALBERT): model 'tiny_albert' reads text but data set 'photos' holds image" \
+        in res.stdout + res.stderr
 
 
 @pytest.mark.slow
@@ -261,6 +217,13 @@ def test_offline_suite_end_to_end_is_deterministic(local_runs):
         res = snakemake(a, "--cores", "2", "paper_offline", config=TINY)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         assert (a / "paper/suite-offline.pdf").read_bytes()[:5] == b"%PDF-"
+        # Every table main.tex reads is an input of the PDF: a newer one rebuilds it.
+        res = snakemake(a, "-n", "paper_offline", config=TINY)
+        assert "build_paper" not in res.stdout, res.stdout[-2000:]
+        later = time.time() + 5
+        os.utime(a / "paper/tables/offline/ftt.tex", (later, later))
+        res = snakemake(a, "-n", "paper_offline", config=TINY)
+        assert "rule build_paper" in res.stdout and "paper/tables/offline/ftt.tex" in res.stdout, res.stdout[-2000:]
 
     outputs = deterministic_outputs(a)
     assert deterministic_outputs(b) == outputs
@@ -332,3 +295,15 @@ def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs, slurm
     for rel in outputs:
         assert (workdir / rel).read_bytes() == (local / rel).read_bytes(), f"{rel} differs between SLURM and local"
     print(f"offline suite: SLURM {wall:.0f} s with {len(ids)} jobs, local {local_wall:.0f} s")
+
+
+def test_a_random_control_without_its_architecture_is_a_schema_error(tmp_path):
+    config = yaml.safe_load(yaml.safe_dump(TINY))
+    del config["models"]["tiny_timm_deit"]["random_init"]["timm_name"]
+    res = snakemake(tmp_path, "-n", config=config)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "ValidationError" in out and "'timm_name' is a required property" in out, out[-2000:]
+    config = yaml.safe_load(yaml.safe_dump(TINY))
+    del config["models"]["tiny_albert"]["random_init"]["config"]
+    res = snakemake(tmp_path, "-n", config=config)
+    assert res.returncode != 0 and "'config' is a required property" in res.stdout + res.stderr

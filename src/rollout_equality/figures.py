@@ -205,25 +205,3 @@ def write_suite_figures(record_paths: list, dump_paths: list, out_dir: str | os.
         ax.axis("off")
         write_figure(fig, *heatmap)
     return written + heatmap
-
-
-def build_paper(paper_dir: str | os.PathLike, suite: str) -> Path:
-    """Compile ``paper/main.tex`` for ``suite`` with latexmk; return the PDF (paper/suite-<suite>.pdf)."""
-    import shutil
-    import subprocess
-
-    if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
-        raise RuntimeError(
-            "TeX is not installed, so the PDF cannot be built (the tables and figures are ready under paper/). "
-            "Install TeX Live with latexmk, e.g. `apt-get install texlive-latex-base texlive-latex-recommended "
-            "latexmk` on Debian/Ubuntu or MacTeX on macOS, then rerun the paper target."
-        )
-    paper_dir = Path(paper_dir)
-    driver = paper_dir / f"suite-{suite}.tex"
-    driver.write_text(f"\\def\\suite{{{suite}}}\n\\input{{main}}\n")
-    res = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", driver.name],
-                         cwd=paper_dir, capture_output=True, text=True)
-    sys_log = res.stdout[-4000:] + res.stderr[-2000:]
-    if res.returncode != 0:
-        raise RuntimeError(f"latexmk failed on {driver} (exit {res.returncode}):\n{sys_log}")
-    return paper_dir / f"suite-{suite}.pdf"

@@ -1,6 +1,12 @@
 import re
+import sys
+from pathlib import Path
 
 from snakemake.utils import min_version, validate
+
+sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
+from rollout_equality import paper
+from rollout_equality.config import check_references
 
 min_version("9.0")
 
@@ -11,51 +17,9 @@ validate(config, "../schemas/config.schema.yaml")
 MODELS = config["models"]
 DATASETS = config["datasets"]
 TABULAR = config["tabular"]["datasets"]
-
-
-def _check_suites():
-    """Every experiment names a known model and data set of the same modality."""
-    for suite, experiments in config["suites"].items():
-        for exp in experiments:
-            model, dataset = exp["model"], exp["dataset"]
-            if model not in MODELS:
-                raise ValueError(f"suite {suite!r}: model {model!r} is not defined under models: in the config")
-            if dataset not in DATASETS:
-                raise ValueError(f"suite {suite!r}: data set {dataset!r} is not defined under datasets: in the config")
-            if MODELS[model]["modality"] != DATASETS[dataset]["modality"]:
-                raise ValueError(
-                    f"suite {suite!r}: model {model!r} reads {MODELS[model]['modality']} "
-                    f"but data set {dataset!r} holds {DATASETS[dataset]['modality']}"
-                )
-
-
-    for suite, names in config["tabular"]["suites"].items():
-        for name in names:
-            if name not in TABULAR:
-                raise ValueError(f"tabular suite {suite!r}: table {name!r} is not defined under tabular.datasets")
-
-
-_check_suites()
-
-
 ALBERT_SUITES = config["dynamics"]["albert"]["suites"]
 
-
-def _check_albert_suites():
-    """The dynamics study's ALBERT runs name a known text model and text data set."""
-    for suite, exp in ALBERT_SUITES.items():
-        model, dataset = exp["model"], exp["dataset"]
-        if model not in MODELS:
-            raise ValueError(f"dynamics.albert.suites.{suite}: model {model!r} is not defined under models: in the config")
-        if dataset not in DATASETS:
-            raise ValueError(f"dynamics.albert.suites.{suite}: data set {dataset!r} is not defined under datasets: in the config")
-        for kind, spec in (("model", MODELS[model]), ("data set", DATASETS[dataset])):
-            if spec["modality"] != "text":
-                raise ValueError(f"dynamics.albert.suites.{suite}: the {kind} {exp[kind.replace('data set', 'dataset')]!r} "
-                                 f"is {spec['modality']}; ALBERT reads text")
-
-
-_check_albert_suites()
+check_references(config)
 
 
 def albert_output(suite, ext):
@@ -150,12 +114,8 @@ PAPER_TARGETS = BASELINE_TARGETS + suite_targets("paper")
 OFFLINE_TARGETS = BASELINE_TARGETS + suite_targets("offline")
 
 
-def paper_inputs(suite):
-    return {
-        "main": "paper/main.tex",
-        "baseline_tex": "paper/tables/baseline.tex",
-        "baseline_fig": "paper/figures/baseline_rate.pdf",
-        "claims": f"paper/tables/{suite}/claims.tex",
-        "macros": f"paper/tables/{suite}/macros.tex",
-        "figures": f"paper/figures/{suite}/depth.pdf",
-    }
+def paper_reads(suite):
+    """The generated tables and figures paper/main.tex reads for ``suite``, from its own \\input and
+    \\includegraphics lines (rollout_equality.paper.inputs): a changed table rebuilds the PDF."""
+    main = Path("paper/main.tex")
+    return paper.inputs(main, suite) if main.exists() else []

@@ -78,7 +78,8 @@ rule figures:
 rule build_paper:
     """paper/main.tex → paper/suite-<suite>.pdf with latexmk (says how to install TeX when it is missing)."""
     input:
-        unpack(lambda w: paper_inputs(w.suite)),
+        main="paper/main.tex",
+        reads=lambda w: paper_reads(w.suite),
     output:
         "paper/suite-{suite}.pdf",
     log:

@@ -1,8 +1,10 @@
-"""rule build_paper → rollout_equality.figures.build_paper"""
+"""rule build_paper → rollout_equality.paper.build"""
+
+from pathlib import Path
 
 import _checkout  # noqa: F401  (this checkout's library first)
-from rollout_equality.figures import build_paper
 from rollout_equality.io import logging_to
+from rollout_equality.paper import build
 
 with logging_to(snakemake.log[0]):
-    build_paper("paper", snakemake.wildcards.suite)
+    build(Path(snakemake.input.main).parent, snakemake.wildcards.suite)
