@@ -62,7 +62,7 @@ def build(name: str, root: Path) -> dict:
     from rollout_equality.models import prepare_model
 
     backend, modality, spec, _ = FAMILIES[name]
-    spec = {"seed": 0, **spec}
+    spec = {"seed": 0, "kwargs": {}, **spec}  # a random_init entry as the schema completes it
     if spec.get("tokenizer") == "roberta":
         spec["tokenizer"] = roberta_tokenizer_dir(root / "roberta_tokenizer")
-    return prepare_model(name, {"backend": backend, "modality": modality, "random_init": spec}, root, root / name / "model.json")
+    return prepare_model(name, {"backend": backend, "modality": modality, "random_init": spec}, root / name, root / name / "model.json")

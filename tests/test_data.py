@@ -6,20 +6,20 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from rollout_equality.data import load_inputs, prepare, read_manifest
+from rollout_equality.data import load_inputs, prepare_data, read_manifest
 from rollout_equality.data.images import stratified_sample
 
 
 def test_pydoc_text_sample_is_deterministic(tmp_path):
     spec = {"modality": "text", "source": {"pydoc_topics": True}, "n": 12, "seed": 3, "min_words": 20, "max_words": 40}
-    a = prepare("pydoc", spec, tmp_path / "a")
-    b = prepare("pydoc", spec, tmp_path / "b")
+    a = prepare_data("pydoc", spec, tmp_path / "a")
+    b = prepare_data("pydoc", spec, tmp_path / "b")
     assert (tmp_path / "a/segments.jsonl").read_bytes() == (tmp_path / "b/segments.jsonl").read_bytes()
     assert a["sha256"] == b["sha256"] and a["n"] == 12 and len(a["items"]) == 12
     ids, texts, manifest = load_inputs(tmp_path / "a")
     assert ids == [f"pydoc-{k:05d}" for k in range(12)]
     assert all(20 <= len(t.split()) <= 40 for t in texts)
-    other = prepare("pydoc", {**spec, "seed": 4}, tmp_path / "c")
+    other = prepare_data("pydoc", {**spec, "seed": 4}, tmp_path / "c")
     assert other["sha256"] != a["sha256"]
 
 
@@ -27,13 +27,13 @@ def test_text_files_source(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs/a.txt").write_text("one two three four five six\n\nshort\n\nseven eight nine ten eleven twelve")
     spec = {"modality": "text", "source": {"files": [str(tmp_path / "docs/*.txt")]}, "n": 2, "seed": 0, "min_words": 5, "max_words": 5}
-    prepare("docs", spec, tmp_path / "out")
+    prepare_data("docs", spec, tmp_path / "out")
     _, texts, _ = load_inputs(tmp_path / "out")
     assert sorted(texts) == ["one two three four five", "seven eight nine ten eleven"]
     with pytest.raises(ValueError, match="only 2 with >= 5 words"):
-        prepare("docs", {**spec, "n": 3}, tmp_path / "out2")
+        prepare_data("docs", {**spec, "n": 3}, tmp_path / "out2")
     with pytest.raises(FileNotFoundError, match="no file matches"):
-        prepare("docs", {**spec, "source": {"files": [str(tmp_path / "none/*.txt")]}}, tmp_path / "out3")
+        prepare_data("docs", {**spec, "source": {"files": [str(tmp_path / "none/*.txt")]}}, tmp_path / "out3")
 
 
 def test_stratified_sample_takes_turns_over_classes():
@@ -53,7 +53,7 @@ def test_image_folder_tree(tmp_path):
         for k in range(3):
             Image.fromarray(rng.integers(0, 255, (20, 30, 3), dtype=np.uint8)).save(tmp_path / "val" / cls / f"{k}.JPEG")
     spec = {"modality": "image", "source": {"image_folder": str(tmp_path / "val")}, "n": 4, "seed": 0}
-    manifest = prepare("val", spec, tmp_path / "out")
+    manifest = prepare_data("val", spec, tmp_path / "out")
     assert sorted(it["label"] for it in manifest["items"]) == ["n01", "n01", "n02", "n02"]
     ids, images, _ = load_inputs(tmp_path / "out")
     assert len(images) == 4 and images[0].mode == "RGB" and images[0].size == (30, 20)
@@ -62,7 +62,7 @@ def test_image_folder_tree(tmp_path):
 
 def test_skimage_photos_offline(tmp_path):
     spec = {"modality": "image", "source": {"skimage": ["astronaut", "camera", "coffee"]}, "n": 2, "seed": 0}
-    manifest = prepare("photos", spec, tmp_path)
+    manifest = prepare_data("photos", spec, tmp_path)
     assert len(manifest["items"]) == 2 and all(it["ref"].startswith("skimage.data.") for it in manifest["items"])
     _, images, _ = load_inputs(tmp_path)
     assert all(im.mode == "RGB" for im in images)  # grayscale photos are converted
@@ -70,10 +70,10 @@ def test_skimage_photos_offline(tmp_path):
 
 def test_bad_sources(tmp_path):
     with pytest.raises(ValueError, match="exactly one image source"):
-        prepare("x", {"modality": "image", "source": {}, "n": 1, "seed": 0}, tmp_path)
+        prepare_data("x", {"modality": "image", "source": {}, "n": 1, "seed": 0}, tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        prepare("x", {"modality": "image", "source": {"image_folder": str(tmp_path / "nope")}, "n": 1, "seed": 0}, tmp_path)
+        prepare_data("x", {"modality": "image", "source": {"image_folder": str(tmp_path / "nope")}, "n": 1, "seed": 0}, tmp_path)
     with pytest.raises(ValueError, match="modality must be text or image"):
-        prepare("x", {"modality": "audio", "source": {}, "n": 1, "seed": 0}, tmp_path)
+        prepare_data("x", {"modality": "audio", "source": {}, "n": 1, "seed": 0}, tmp_path)
     with pytest.raises(FileNotFoundError, match="prepare the data set first"):
         read_manifest(tmp_path / "missing")

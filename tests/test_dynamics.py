@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from rollout_equality import albert as al
-from rollout_equality import dynamics as dy
-from rollout_equality.consensus import EXPERIMENTS, build_heads, run_experiment
+from rollout_equality.dynamics import albert as al
+from rollout_equality.dynamics import sphere as dy
+from rollout_equality.dynamics.consensus import EXPERIMENTS, build_heads, run_experiment
+from schema import TINY, validated
 from rollout_equality.models import prepare_model, resolve_local
 
 from models_tiny import MINILM
@@ -150,7 +151,7 @@ def test_bad_inputs_are_named():
         run_experiment("spiral", {}, 0)
 
 
-SMALL = {
+SMALL = validated(dynamics={**TINY["dynamics"], "simulations": {  # defaults from the schema (heads, M, ...)
     "consensus": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 200, "F": {"symmetric": [1.0, 0.5, -0.3]}},
     "bipartite": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 200, "F": {"symmetric": [1.0, 0.5, -0.3]},
                   "radii": [0.05, 1.5], "trials": 20, "tol": 1e-3, "uniform_starts": 20, "betas": [0.2, 2.0]},
@@ -158,7 +159,7 @@ SMALL = {
                   "F": {"real": [1.0, 0.3, -0.2], "complex": [[0.2, 0.3]], "condition": 2.0}},
     "asymmetric": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 200,
                    "F": {"real": [1.0, -0.2], "complex": [[0.4, 0.6]]}},
-}
+}})["dynamics"]["simulations"]
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -205,7 +206,7 @@ def tiny_albert(tmp_path_factory):
     root = tmp_path_factory.mktemp("albert")
     spec = {"backend": "transformers", "modality": "text",
             "random_init": {"seed": 0, "tokenizer": MINILM, "config": TINY_ALBERT}}
-    info = prepare_model("tiny_albert", spec, root / "models", root / "model.json")
+    info = prepare_model("tiny_albert", spec, root / "models" / "tiny_albert", root / "model.json")
     return info["path"]
 
 
@@ -269,6 +270,6 @@ def test_models_that_are_not_one_shared_layer_are_refused(tmp_path):
         al.load(resolve_local(MINILM))
     spec = {"backend": "transformers", "modality": "text",
             "random_init": {"seed": 0, "tokenizer": MINILM, "config": {**TINY_ALBERT, "num_hidden_groups": 2}}}
-    info = prepare_model("grouped", spec, tmp_path / "models", tmp_path / "model.json")
+    info = prepare_model("grouped", spec, tmp_path / "models" / "grouped", tmp_path / "model.json")
     with pytest.raises(al.NotSharedLayerError, match="num_hidden_groups=2"):
         al.load(info["path"])

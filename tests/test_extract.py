@@ -121,7 +121,7 @@ def test_offline_download_fails_fast_with_the_ways_out(tmp_path, monkeypatch):
     spec = {"backend": "transformers", "modality": "image", "hub": {"id": "facebook/dinov2-small", "revision": "main"}}
     start = time.perf_counter()
     with pytest.raises(ModelUnavailableError) as err:
-        prepare_model("dinov2_small", spec, tmp_path, tmp_path / "dinov2_small" / "model.json")
+        prepare_model("dinov2_small", spec, tmp_path / "dinov2_small", tmp_path / "dinov2_small" / "model.json")
     assert time.perf_counter() - start < 10
     message = str(err.value)
     for part in ("dinov2_small", "facebook/dinov2-small", "HF_HUB_OFFLINE=1", "not on disk", "snakemake download",

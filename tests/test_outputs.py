@@ -70,6 +70,22 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     assert target.read_text() == "whole" and len(list(target.parent.iterdir())) == 1
 
 
+def test_atomic_path_gives_files_the_usual_permissions(tmp_path):
+    """mkstemp's 0600 would hide results from the other users of a cluster's shared file system."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        with atomic_path(tmp_path / "t.csv") as tmp:
+            tmp.write_text("x\n")
+        plain = tmp_path / "plain.csv"
+        plain.write_text("x\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "t.csv").stat().st_mode) == stat.S_IMODE(plain.stat().st_mode) == 0o644
+
+
 def test_atomic_path_refuses_to_replace_a_non_file(tmp_path):
     with pytest.raises(ValueError, match="not a regular file"):
         with atomic_path(tmp_path):

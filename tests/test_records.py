@@ -10,7 +10,6 @@ from rollout_equality.records import (
     analyse_input,
     read_metadata,
     read_records,
-    rollout_path,
     write_records,
 )
 
@@ -37,13 +36,12 @@ def test_analyse_input_matches_the_library():
 
 def test_records_round_trip_with_schema_and_provenance(tmp_path):
     rows, ro = analyse_input(attention(), np.array([1, 0, 0, 0, 0, 0], bool), model="m", dataset="d", input_id="i0")
-    path = tmp_path / "m" / "d.parquet"
-    write_records(path, rows, ro, {"model": {"name": "m"}, "condition": {"atol": 1e-9}})
+    path, rollout_file = tmp_path / "m" / "d.parquet", tmp_path / "m" / "d.rollout.parquet"
+    write_records(path, rollout_file, rows, ro, {"model": {"name": "m"}, "condition": {"atol": 1e-9}})
     df = read_records(path)
     assert list(df.columns) == LAYER_SCHEMA.names and len(df) == 6
-    assert list(read_records(path, rollout=True).columns) == ROLLOUT_SCHEMA.names
-    assert rollout_path(path).name == "d.rollout.parquet"
-    assert read_metadata(path)["condition"]["atol"] == 1e-9
+    assert list(read_records(rollout_file).columns) == ROLLOUT_SCHEMA.names
+    assert read_metadata(path)["condition"]["atol"] == 1e-9 and read_metadata(rollout_file) == read_metadata(path)
 
 
 def test_analyse_input_errors():
@@ -59,4 +57,4 @@ def test_missing_records_name_the_step(tmp_path):
     with pytest.raises(FileNotFoundError, match="run the measure step"):
         read_records(tmp_path / "m" / "d.parquet")
     with pytest.raises(ValueError, match="no records"):
-        write_records(tmp_path / "x.parquet", [], [], {})
+        write_records(tmp_path / "x.parquet", tmp_path / "x.rollout.parquet", [], [], {})

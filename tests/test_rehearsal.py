@@ -53,18 +53,18 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
     old_style = {"path": "frgfm/imagenette", "revision": "main", "name": "320px", "split": "validation"}
     out = python(f"""
         import json, datasets
-        from rollout_equality.data import DataUnavailableError, prepare
+        from rollout_equality.data import DataUnavailableError, prepare_data
         found = {{}}
         try:
             datasets.load_dataset("frgfm/imagenette", "320px", split="validation", revision="main")
         except Exception as err:
             found["datasets"] = str(err)
         try:
-            prepare("imagenet_val", {{"modality": "image", "n": 3, "seed": 0,
+            prepare_data("imagenet_val", {{"modality": "image", "n": 3, "seed": 0,
                                       "source": {{"hf_dataset": {old_style!r}}}}}, "old")
         except DataUnavailableError as err:
             found["old"] = str(err)
-        manifest = prepare("imagenet_val", {{**{shipped!r}, "n": 10}}, "new")
+        manifest = prepare_data("imagenet_val", {{**{shipped!r}, "n": 10}}, "new")
         found["labels"] = sorted({{it["label"] for it in manifest["items"]}})
         found["origin"] = manifest["origin"]
         print(json.dumps(found))
@@ -82,9 +82,9 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
                                         "data_files": {"validation": "320px/validation/*.parquet"}}}
     code = f"""
         import json, os
-        from rollout_equality.data import DataUnavailableError, prepare
+        from rollout_equality.data import DataUnavailableError, prepare_data
         try:
-            origin = prepare("imagenet_val", {smaller!r}, "new")["origin"]
+            origin = prepare_data("imagenet_val", {smaller!r}, "new")["origin"]
             print(json.dumps({{"files": sorted(origin["files"]), "on_disk": sorted(os.listdir("new/hub"))}}))
         except DataUnavailableError as err:
             print(json.dumps({{"error": str(err)}}))
@@ -100,7 +100,7 @@ MODEL_CODE = """
     from rollout_equality.models import ModelUnavailableError, prepare_model
     spec = {"backend": "transformers", "modality": "text", "hub": {"id": "FacebookAI/roberta-base", "revision": sys.argv[1]}}
     try:
-        info = prepare_model("roberta_base", spec, "models", "models/roberta_base/model.json")
+        info = prepare_model("roberta_base", spec, "models/roberta_base", "models/roberta_base/model.json")
         print(json.dumps({"info": info, "listed": sorted(os.listdir("models/roberta_base/snapshot"))}))
     except ModelUnavailableError as err:
         print(json.dumps({"error": str(err)}))
@@ -201,8 +201,8 @@ def test_the_paper_target_runs_against_the_mirror_and_downloads_again_offline(re
              text.loc[text.token_set == "content", "n_tokens"].to_numpy()) == 2).all()  # <s> and </s>
 
     # A second download, on a machine without the hub: every step re-run from disk, same results.
-    res = rehearse.snakemake(workdir, rehearse.environment(workdir, None), "download", "--forcerun", "download_model",
-                             "prepare_data", "download_openml")
+    res = rehearse.snakemake(workdir, rehearse.environment(workdir, None), "download", "--forcerun", "prepare_model",
+                             "prepare_data", "fetch_table")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     assert _manifests(workdir) == downloaded
     assert (workdir / "REHEARSAL.md").read_text().startswith("# A rehearsal, not a result")

@@ -52,7 +52,7 @@ def test_claims_statuses():
                              "ci_low": [0.32, 0.246, 0.242], "ci_high": [0.34, 0.264, 0.259]})
     c = claims(rates, baseline)
     first = c.iloc[0]
-    assert first["status"] == "reproduced" and first["ours"] == "25.0%–25.5%" and "n = 3, 4" in first["note"]
+    assert first["status"] == "reproduced" and first["ours"] == "25.0%–25.5%" and first["note"] == "n = 3: 33.0%, left out"
     got = {(row.claim[:10], row.subject.split(" ")[0]): row.status for row in c.itertuples()}
     assert got[("DINOv2 (3 ", "dinov2_small")] == "reproduced"          # 100% content
     assert got[("the same m", "dinov2_small")] == "reproduced"          # 75% [60%, 86%] meets 82–97%
@@ -96,7 +96,7 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     from rollout_equality.records import analyse_input, write_records
 
     rng = np.random.default_rng(0)
-    paths = []
+    paths, rollouts = [], []
     for model in ("m1", "m2"):
         rows, ro = [], []
         for i in range(3):
@@ -105,17 +105,20 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
             r, o = analyse_input(layers, special, model=model, dataset="d", input_id=f"x{i}")
             rows += r
             ro += o
-        path = tmp_path / "records" / model / "d.parquet"
-        write_records(path, rows, ro, {})
+        path, rollout_file = tmp_path / "records" / model / "d.parquet", tmp_path / "records" / model / "d.rollout.parquet"
+        write_records(path, rollout_file, rows, ro, {})
         paths.append(path)
+        rollouts.append(rollout_file)
     dump = tmp_path / "attention" / "m1" / "d.npz"
     dump.parent.mkdir(parents=True)
-    np.savez(dump, **{"x0/attention": layers.astype(np.float32), "x0/special": special})
-    written = figures.write_suite_figures(paths, [dump], tmp_path / "figs")
+    np.savez(dump, model=np.array("m1"), dataset=np.array("d"),
+             **{"x0/attention": layers.astype(np.float32), "x0/special": special})
+    out = {f"{name}_{ext}": tmp_path / "figs" / f"{name}.{ext}" for name in figures.SUITE_FIGURES for ext in ("pdf", "png")}
+    written = figures.write_suite_figures(paths, rollouts, [dump], out)
     assert len(written) == 8 and all(p.stat().st_size > 1000 for p in written)
     monkeypatch.setattr(_shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="apt-get install texlive-latex-base"):
-        paper.build(tmp_path, "offline")
+        paper.build_paper(tmp_path, "offline")
 
 
 def test_late_failure_claim_and_ftt_table():

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rollout_equality.ftt import block_attention, build_model, load_trained, measure_ftt, train, _inputs
+from rollout_equality.ftt import _inputs, block_attention, build_model, load_trained, measure_ftt, train_ftt
 from rollout_equality.records import read_records
 from rollout_equality.tabular import TableUnavailableError, load_prepared, load_raw, prepare_tabular, split_indices
 
@@ -20,13 +20,18 @@ ADULT = {
                                  "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
                                  "native-country", "income"]}},
 }
-CANCER = {"task": "binclass", "source": {"sklearn": "breast_cancer"}}
-DIABETES = {"task": "regression", "source": {"sklearn": "diabetes"}}
+CANCER = {"task": "binclass", "missing": "error", "source": {"sklearn": "breast_cancer"}}
+DIABETES = {"task": "regression", "missing": "error", "source": {"sklearn": "diabetes"}}
+
+
+def files(path, name):
+    """(data.npz, manifest.json) of a prepared table under ``path/name``."""
+    return path / name / "data.npz", path / name / "manifest.json"
 
 
 def prepared(name, spec, path, seed=0):
-    raw, target = load_raw(name, spec, path / "openml")
-    return prepare_tabular(name, spec, raw, target, path / name, seed=seed)
+    raw, target = load_raw(name, spec, path / "cache")
+    return prepare_tabular(name, spec, raw, target, *files(path, name), seed=seed, test=0.2, val=0.2)
 
 
 def test_real_uci_adult_offline(tmp_path):
@@ -34,7 +39,7 @@ def test_real_uci_adult_offline(tmp_path):
     assert sum(m["n"].values()) == 32561 and m["n"]["test"] == 6512 and m["n"]["val"] == 6512
     assert m["cont_features"] == ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
     assert len(m["cat_features"]) == 8 and m["target_info"]["classes"] == ["<=50K", ">50K"]
-    _, arrays = load_prepared(tmp_path / "adult_uci")
+    _, arrays = load_prepared(*files(tmp_path, "adult_uci"))
     # workclass: 8 values, '?' as a category of its own (`missing: category`), and the slot for unseen values
     assert m["cat_cardinalities"][0] == 10
     assert (arrays["x_cat_train"] < np.array(m["cat_cardinalities"])).all()
@@ -43,7 +48,7 @@ def test_real_uci_adult_offline(tmp_path):
 
 def test_regression_target_standardised_on_train(tmp_path):
     m = prepared("diabetes", DIABETES, tmp_path)
-    _, arrays = load_prepared(tmp_path / "diabetes")
+    _, arrays = load_prepared(*files(tmp_path, "diabetes"))
     assert abs(arrays["y_train"].mean()) < 1e-5 and abs(arrays["y_train"].std() - 1) < 1e-4
     assert m["target_info"]["std"] > 0 and m["cat_cardinalities"] == []
 
@@ -51,10 +56,10 @@ def test_regression_target_standardised_on_train(tmp_path):
 def test_preprocessing_is_fitted_on_train_only(tmp_path):
     raw, target = load_raw("cancer", CANCER, tmp_path)
     parts = split_indices(len(raw), 0, 0.2, 0.2)
-    a = prepare_tabular("cancer", CANCER, raw, target, tmp_path / "a", seed=0)
+    a = prepare_tabular("cancer", CANCER, raw, target, *files(tmp_path, "a"), seed=0, test=0.2, val=0.2)
     poisoned = raw.copy()
     poisoned.iloc[parts["test"], :5] = 1e9  # absurd test rows must not move the train or val arrays
-    b = prepare_tabular("cancer", CANCER, poisoned, target, tmp_path / "b", seed=0)
+    b = prepare_tabular("cancer", CANCER, poisoned, target, *files(tmp_path, "b"), seed=0, test=0.2, val=0.2)
     assert a["sha256"]["x_cont_train"] == b["sha256"]["x_cont_train"]
     assert a["sha256"]["x_cont_val"] == b["sha256"]["x_cont_val"]
     assert a["sha256"]["x_cont_test"] != b["sha256"]["x_cont_test"]
@@ -70,20 +75,24 @@ def test_split_is_seeded_and_disjoint():
 
 def test_bad_tables_raise(tmp_path):
     raw = pd.DataFrame({"x": [1.0, np.nan, 3.0, 4.0, 5.0], "c": ["a", "b", None, "a", "b"], "y": [0, 1, 0, 1, 0]})
-    spec = {"task": "binclass", "source": {"sklearn": "iris"}}
+    spec = {"task": "binclass", "missing": "error", "source": {"sklearn": "iris"}}
+    out = files(tmp_path, "t")
+    split = {"seed": 0, "test": 0.2, "val": 0.2}
     with pytest.raises(ValueError, match=r"missing values in \{'x': 1\}.*missing: drop_rows"):
-        prepare_tabular("t", spec, raw, "y", tmp_path, seed=0, test=0.2, val=0.2)
+        prepare_tabular("t", spec, raw, "y", *out, **split)
     with pytest.raises(ValueError, match=r"missing values in \{'x': 1\}"):
-        prepare_tabular("t", {**spec, "missing": "category"}, raw, "y", tmp_path, seed=0, test=0.2, val=0.2)
+        prepare_tabular("t", {**spec, "missing": "category"}, raw, "y", *out, **split)
     with pytest.raises(ValueError, match="target column 'label' not found"):
-        prepare_tabular("t", spec, raw, "label", tmp_path, seed=0)
+        prepare_tabular("t", spec, raw, "label", *out, **split)
     dated = raw.assign(x=1.0, when=pd.date_range("2020-01-01", periods=5))
     with pytest.raises(ValueError, match=r"columns \['when'\] are neither numerical nor categorical"):
-        prepare_tabular("t", {**spec, "missing": "category"}, dated, "y", tmp_path, seed=0)
+        prepare_tabular("t", {**spec, "missing": "category"}, dated, "y", *out, **split)
     with pytest.raises(ValueError, match="task must be one of"):
-        prepare_tabular("t", {**spec, "task": "ranking"}, raw, "y", tmp_path, seed=0)
+        prepare_tabular("t", {**spec, "task": "ranking"}, raw, "y", *out, **split)
+    assert not any(p.exists() for p in out)  # nothing half-written
     with pytest.raises(FileNotFoundError, match="not installed"):
-        load_raw("t", {"task": "binclass", "source": {"csv": {"path": "dist:no-such-dist:x.csv", "target": "y"}}}, tmp_path)
+        load_raw("t", {"task": "binclass", "source": {"csv": {"path": "dist:no-such-dist:x.csv", "target": "y",
+                                                              "header": "infer"}}}, tmp_path)
 
 
 def test_openml_unreachable_fails_fast_naming_the_data_set(tmp_path):
@@ -100,8 +109,8 @@ def trained(tmp_path_factory):
     prepared("cancer", CANCER, root)
     runs = {}
     for run in ("a", "b"):
-        runs[run] = train(root / "cancer", root / run, seed=3, max_epochs=3, patience=2,
-                          published={"metric": "accuracy", "value": 0.97})
+        runs[run] = train_ftt(*files(root, "cancer"), root / run / "model.pt", root / run / "metrics.json", seed=3,
+                              max_epochs=3, patience=2, published={"metric": "accuracy", "value": 0.97})
     return root, runs
 
 
@@ -115,7 +124,7 @@ def test_training_writes_checkpoint_and_metrics_and_is_deterministic(trained):
 
 def test_attention_is_square_in_every_block_and_equals_the_models(trained):
     root, _ = trained
-    manifest, arrays, model = load_trained(root / "cancer", root / "a")
+    manifest, arrays, model = load_trained(*files(root, "cancer"), root / "a" / "model.pt")
     x_cont, x_cat = _inputs(arrays, "test", np.arange(5), "cpu")
     att = block_attention(model, x_cont, x_cat)
     n = 1 + len(manifest["cont_features"])
@@ -141,8 +150,8 @@ def test_attention_is_square_in_every_block_and_equals_the_models(trained):
 def test_measure_records_cls_is_special_and_deterministic(trained, tmp_path):
     root, _ = trained
     for run in ("a", "b"):
-        measure_ftt(root / "cancer", root / "a", tmp_path / run / "r.parquet", model_name="ftt_seed3", n_inputs=12,
-                    atol=1e-9, row_sum_atol=1e-5)
+        measure_ftt(*files(root, "cancer"), root / "a" / "model.pt", root / "a" / "metrics.json", tmp_path / run / "r.parquet",
+                    tmp_path / run / "r.rollout.parquet", model_name="ftt_seed3", n_inputs=12, atol=1e-9, row_sum_atol=1e-5)
     df = read_records(tmp_path / "a/r.parquet")
     assert len(df) == 12 * 3 * 2 and set(df["n_tokens"]) == {31, 30}  # 30 features (+ [CLS])
     assert (df["holds"] == df["holds_direct"]).all()

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -119,12 +120,12 @@ def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
     res = snakemake(a, "--cores", "2", "--report", str(a / "report.html"), "dynamics_offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
-    assert "albert.png" in report and "basin.png" in report and "simulations.csv" in report
+    assert "albert.png" in report and "basin.png" in report and "simulations.html" in report
     outputs = sorted(str(p.relative_to(a)) for folder in ("results/tables/dynamics", "paper/tables/dynamics")
                      for p in (a / folder).rglob("*") if p.is_file())
     outputs += ["results/dynamics/simulations/trajectory.csv", "results/dynamics/simulations/basin.csv",
                 "paper/figures/dynamics/consensus.pdf", "paper/figures/dynamics/offline/albert.pdf"]
-    assert len(outputs) == 10
+    assert len(outputs) == 12  # summary and ALBERT steps as CSV and HTML, 4 LaTeX tables, 4 files listed
     sweep = pd.read_csv(a / "results/dynamics/simulations/beta_sweep.csv")
     assert sweep["beta"].tolist() == [0.5, 1.0] and sweep["stable"].tolist() == [False, True]
     for rel in outputs:
@@ -190,7 +191,7 @@ def test_offline_suite_end_to_end_is_deterministic(local_runs):
     assert set(minilm["token_set"]) == {"content", "all"} and (minilm["agreement"] == 1).all()
     assert len(minilm) == 2 * 7  # 6 layers + pooled, per token set
     assert (a / "results/attention/minilm/pydoc.npz").stat().st_size > 0
-    ftt = pd.read_parquet(a / "results/records/ftt_seed0/cancer.parquet")
+    ftt = pd.read_parquet(a / "results/records/ftt/cancer/seed0.parquet")
     assert len(ftt) == 10 * 3 * 2 and set(ftt["n_tokens"]) == {31, 30}
     claims = pd.read_csv(a / "results/tables/offline/claims.csv")
     assert claims.iloc[0]["claim"].startswith("uniformly random") and set(claims["status"]) >= {"not run"}
@@ -217,23 +218,90 @@ def test_offline_suite_end_to_end_is_deterministic(local_runs):
         res = snakemake(a, "--cores", "2", "paper_offline", config=TINY)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         assert (a / "paper/suite-offline.pdf").read_bytes()[:5] == b"%PDF-"
-        # Every table main.tex reads is an input of the PDF: a newer one rebuilds it.
+        # Every table main.tex reads is an input of the PDF: an edited one rebuilds it. (Snakemake compares
+        # the checksum of a newer small input with the one it recorded: touching alone changes nothing.)
         res = snakemake(a, "-n", "paper_offline", config=TINY)
         assert "build_paper" not in res.stdout, res.stdout[-2000:]
-        later = time.time() + 5
-        os.utime(a / "paper/tables/offline/ftt.tex", (later, later))
+        table = a / "paper/tables/offline/ftt.tex"
+        original = table.read_bytes()
+        table.write_bytes(original + b"% edited\n")
         res = snakemake(a, "-n", "paper_offline", config=TINY)
+        table.write_bytes(original)
         assert "rule build_paper" in res.stdout and "paper/tables/offline/ftt.tex" in res.stdout, res.stdout[-2000:]
 
     outputs = deterministic_outputs(a)
     assert deterministic_outputs(b) == outputs
     for rel in ("results/tables/offline/claims.csv", "paper/tables/offline/model_rates.tex",
-                "results/tables/offline/ftt_scores.csv", "results/summaries/ftt_seed0/cancer.csv",
+                "results/tables/offline/ftt_scores.csv", "results/summaries/ftt/cancer/seed0.csv",
                 "resources/data/pydoc/manifest.json", "resources/tabular/cancer/manifest.json"):
         assert rel in outputs
     outputs.append("resources/tabular/cancer/data.npz")
     for rel in outputs:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), f"{rel} differs between identical runs"
+
+
+def _browser():
+    """Headless Debian chromium through selenium (CI installs both), or skip with the reason."""
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        if os.environ.get("ROLLOUT_REQUIRE_BROWSER"):
+            pytest.fail("chromium and chromedriver are required here (apt-get install chromium chromium-driver)")
+        pytest.skip("no chromium / chromedriver (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1400,1000"):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(driver), options=options)
+
+
+@pytest.mark.slow
+def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
+    """The report is a web page: its categories open, and every figure and table in them renders."""
+    from PIL import Image
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    (a, _), _ = local_runs
+    report = tmp_path / "report.html"
+    res = snakemake(a, "--cores", "2", "--report", str(report), "offline", config=TINY)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    browser = _browser()
+    wait = WebDriverWait(browser, 20)
+    try:
+        seen = {}
+        for category, files in (("Figures", ("depth.png", "slack.png", "rollout.png", "heatmap.png")),
+                                ("Tables", ("claims.html", "model_rates.html", "depth_rates.html", "rollout_summary.html",
+                                            "ftt.html")),
+                                ("Baseline", ("baseline_rate.png",))):
+            for name in files:
+                browser.get(report.as_uri())
+                wait.until(lambda b: b.find_elements(By.LINK_TEXT, category))[0].click()
+                row = wait.until(lambda b: b.find_elements(By.XPATH, f"//td[contains(text(), '{name}')]/.."))[0]
+                row.find_element(By.XPATH, ".//a[@iconname='eye']").click()
+                if name.endswith(".png"):  # the figure itself, decoded by the browser
+                    image = wait.until(lambda b: [i for i in b.find_elements(By.TAG_NAME, "img")
+                                                  if (i.get_attribute("src") or "").startswith("data:image/png")])[0]
+                    assert int(image.get_attribute("naturalWidth")) > 300, name
+                else:  # the table, in its own frame
+                    frame = wait.until(lambda b: b.find_elements(By.TAG_NAME, "iframe"))[0]
+                    browser.switch_to.frame(frame)
+                    cells = wait.until(lambda b: b.find_elements(By.TAG_NAME, "td"))
+                    seen[name] = [c.text for c in cells]
+                    browser.switch_to.default_content()
+                shot = tmp_path / f"{category}-{name}.png"
+                browser.save_screenshot(str(shot))
+                pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
+                assert pixels.std() > 10, f"{name}: the page looks blank"
+        assert any(cell.startswith("uniformly random") for cell in seen["claims.html"])
+        assert "minilm" in seen["model_rates.html"]
+    finally:
+        browser.quit()
 
 
 HARNESS = REPO / "tests/slurm/harness.sh"
@@ -282,8 +350,8 @@ def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs, slurm
     logs = list((workdir / ".snakemake/slurm_logs").rglob("*.log"))
     assert sorted(p.stem for p in logs) == sorted(ids)
     rules = {p.relative_to(workdir / ".snakemake/slurm_logs").parts[0] for p in logs}
-    assert {"rule_measure", "rule_train_ftt", "rule_measure_ftt", "rule_random_baseline", "rule_tables"} <= rules
-    assert not rules & {"rule_download_model", "rule_prepare_data", "rule_download_openml"}
+    assert {"rule_measure", "rule_train_ftt", "rule_measure_ftt", "rule_random_baseline", "rule_write_suite_tables"} <= rules
+    assert not rules & {"rule_prepare_model", "rule_prepare_data", "rule_fetch_table"}
     controller = (slurm_cluster / "slurmctld.log").read_text()
     for job in ids:
         assert f"_job_complete: JobId={job} WEXITSTATUS 0" in controller

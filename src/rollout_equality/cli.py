@@ -47,12 +47,12 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
 def _cmd_prepare(args: argparse.Namespace) -> int:
     import yaml
 
-    from rollout_equality.data import prepare
+    from rollout_equality.data import prepare_data
     from rollout_equality.io import logging_to
 
     spec = yaml.safe_load(Path(args.spec).read_text()) if args.spec.endswith((".yaml", ".yml")) else json.loads(args.spec)
     with logging_to(args.log):
-        prepare(args.name, spec, args.out)
+        prepare_data(args.name, spec, args.out)
     return 0
 
 
@@ -63,6 +63,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from rollout_equality.models import prepare_model
     from rollout_equality.records import write_records
 
+    out = Path(args.out)
+    rollout_out = out.with_name(out.name.removesuffix(".parquet") + ".rollout.parquet")  # beside it, as --out says
     with logging_to(args.log):
         src = args.model
         spec = {"backend": args.backend, "modality": args.modality}
@@ -71,10 +73,10 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         else:
             spec["hub"] = {"id": src, "revision": args.revision}
         name = args.name or Path(src.removeprefix("package:")).name
-        info = prepare_model(name, spec, args.resources, Path(args.resources) / name / "model.json")
+        info = prepare_model(name, spec, Path(args.resources) / name, Path(args.resources) / name / "model.json")
         common = dict(batch_size=args.batch_size, atol=args.atol, row_sum_atol=args.row_sum_atol)
         if args.data:
-            measure(info, args.data, args.out, model=name, dataset=Path(args.data).name, device=args.device,
+            measure(info, args.data, out, rollout_out, model=name, dataset=Path(args.data).name, device=args.device,
                     max_tokens=args.max_tokens, image_backend=args.image_backend, **common)
             return 0
         if args.texts:
@@ -87,7 +89,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             ids, dataset = [Path(p).name for p in args.images], "images"
         extractor = load(info, args.device, max_tokens=args.max_tokens, image_backend=args.image_backend)
         rows, rollout_rows, _ = measure_inputs(extractor, ids, inputs, model=name, dataset=dataset, **common)
-        write_records(args.out, rows, rollout_rows, {"model": info, "dataset": {"name": dataset},
+        write_records(out, rollout_out, rows, rollout_rows, {"model": info, "dataset": {"name": dataset},
                                                      "extraction": {"preprocessing": extractor.preprocessing}})
     return 0
 

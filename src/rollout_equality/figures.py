@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -71,63 +72,124 @@ def _colours(models) -> dict[str, str]:
     return {m: palette[i % len(palette)] for i, m in enumerate(sorted(set(models)))}
 
 
+def _row_order(pairs) -> list[tuple[str, str]]:
+    """(model, dataset) pairs in reading order: by family, each trained model before its untrained
+    control (``<model>_random``), FT-Transformer runs together by table and seed."""
+    def key(pair):
+        model, dataset = pair
+        if model.startswith("ftt_seed"):
+            return (1, dataset, "", model)
+        return (0, model.removesuffix("_random"), model.endswith("_random"), dataset)
+    return sorted(set(pairs), key=key)
+
+
+def _label(model: str, dataset: str) -> str:
+    return f"{model} ({dataset})"
+
+
 def depth_figure(depth: pd.DataFrame) -> plt.Figure:
-    """Rate of the condition against normalised depth, one line per model and data set; content | all tokens."""
-    fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.2), sharey=True)
-    colours = _colours(depth["model"])
+    """The rate of the condition in every layer, one row per model and data set, as a heat table.
+
+    Each row spans its model's depth, first to last layer, in equal cells (so a 6-layer and a
+    24-layer model share the axis of normalised depth); the colour is the share of inputs for
+    which the condition holds in that layer, the number at the right the rate over all layers.
+    Content tokens on the left, all tokens on the right.
+    """
+    from matplotlib.collections import PatchCollection
+
+    rows = _row_order(zip(depth["model"], depth["dataset"]))
+    cmap, norm = plt.get_cmap("viridis"), matplotlib.colors.Normalize(0, 100)
+    height = 0.32 * len(rows) + 1.3
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, height), sharey=True)
     for ax, token_set in zip(axes, ("content", "all")):
-        for (model, dataset), g in depth[depth["token_set"] == token_set].groupby(["model", "dataset"], sort=True):
-            g = g.sort_values("depth")
-            ax.plot(g["depth"], 100 * g["rate"], "o-", ms=3, lw=1.2, color=colours[model], label=f"{model} ({dataset})")
-            ax.fill_between(g["depth"], 100 * g["ci_low"], 100 * g["ci_high"], color=colours[model], alpha=0.12, lw=0)
+        sel = depth[depth["token_set"] == token_set]
+        patches, colours = [], []
+        for r, (model, dataset) in enumerate(rows):
+            g = sel[(sel["model"] == model) & (sel["dataset"] == dataset)].sort_values("layer")
+            if g.empty:
+                continue
+            L = int(g["layer"].max()) + 1
+            for layer, rate in zip(g["layer"], g["rate"]):
+                patches.append(matplotlib.patches.Rectangle((layer / L, r - 0.42), 1 / L, 0.84))
+                colours.append(100 * rate)
+            pooled = g["holds"].sum() / g["pairs"].sum()
+            ax.text(1.02, r, f"{100 * pooled:.0f}%", va="center", ha="left", fontsize=6.5)
+        collection = PatchCollection(patches, cmap=cmap, norm=norm, edgecolor="white", linewidth=0.4)
+        collection.set_array(np.asarray(colours))
+        ax.add_collection(collection)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_xticks([0, 0.5, 1], ["first", "middle", "last"], fontsize=7)
+        ax.set_xlabel("layer (normalised depth)", fontsize=8)
         ax.set_title(f"{token_set} tokens", fontsize=9)
-        ax.set_xlabel("normalised depth (layer / (L − 1))")
-        ax.grid(alpha=0.3, lw=0.5)
-    axes[0].set_ylabel("condition holds (%)")
-    axes[0].set_ylim(-3, 103)
-    axes[1].legend(fontsize=6, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
+        for spine in ("top", "right"):
+            ax.spines[spine].set_visible(False)
+    axes[0].set_yticks(range(len(rows)), [_label(*row) for row in rows], fontsize=7)
+    bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, fraction=0.025, pad=0.07)
+    bar.set_label("condition holds (% of inputs)", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    fig.suptitle("Equality condition per layer (number at the right: over all layers)", fontsize=9)
     return fig
 
 
 def slack_figure(records: pd.DataFrame) -> plt.Figure:
-    """Distribution of slack = ½(1 + κ(A)) − κ(½(I + A)) per model (content tokens), log scale; 0 = equality."""
+    """Distribution of slack = ½(1 + κ(A)) − κ(½(I + A)) per model (content tokens), log scale; 0 = equality.
+
+    Rows in the order of the depth figure; at the right, the share of input-layer pairs at equality.
+    """
     content = records[records["token_set"] == "content"]
-    groups = sorted(content.groupby(["model", "dataset"]), key=lambda kv: kv[0])
-    fig, ax = plt.subplots(figsize=(6.0, 0.45 * max(len(groups), 3) + 1.0))
+    rows = _row_order(zip(content["model"], content["dataset"]))
+    fig, ax = plt.subplots(figsize=(6.5, 0.32 * max(len(rows), 3) + 1.2))
     colours = _colours(content["model"])
     floor = 1e-12
-    for row, ((model, dataset), g) in enumerate(groups):
+    for r, (model, dataset) in enumerate(rows):
+        g = content[(content["model"] == model) & (content["dataset"] == dataset)]
         slack = g["slack"].clip(lower=floor).to_numpy()
-        jitter = (np.random.default_rng(row).random(len(slack)) - 0.5) * 0.5
-        ax.scatter(slack, row + jitter, s=4, alpha=0.5, color=colours[model], lw=0)
-    ax.set_yticks(range(len(groups)), [f"{m} ({d})" for (m, d), _ in groups], fontsize=7)
+        jitter = (np.random.default_rng(r).random(len(slack)) - 0.5) * 0.5
+        ax.scatter(slack, r + jitter, s=4, alpha=0.5, color=colours[model], lw=0)
+        ax.text(1.02, r, f"{100 * g['holds'].mean():.0f}% at equality", transform=ax.get_yaxis_transform(),
+                va="center", fontsize=6.5)
+    ax.set_yticks(range(len(rows)), [_label(*row) for row in rows], fontsize=7)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xscale("log")
-    ax.set_xlabel(f"slack ½(1+κ(A)) − κ(½(I+A)), content tokens (values ≤ {floor:g} drawn at {floor:g}: equality)")
+    ax.set_xlabel(f"slack ½(1+κ(A)) − κ(½(I+A)) per input and layer, content tokens\n"
+                  f"(values ≤ {floor:g}, equality, drawn at {floor:g})", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
     ax.grid(alpha=0.3, lw=0.5, axis="x")
     fig.tight_layout()
     return fig
 
 
 def rollout_figure(rollout: pd.DataFrame) -> plt.Figure:
-    """Median κ of the rollout, Π κ(½(I + A_l)) and the product bound across depth, per model (all tokens)."""
+    """How tight the product bounds are on the rollout: per model (all tokens), the medians over inputs
+    of κ(rollout) and of Π κ(½(I + A_l)) divided by the product bound Π ½(1 + κ(A_l)), against
+    normalised depth, on one shared axis (1 = the bound is attained)."""
     data = rollout[rollout["token_set"] == "all"]
-    groups = sorted(data.groupby(["model", "dataset"]), key=lambda kv: kv[0])
-    n = len(groups)
-    cols = min(n, 4)
-    rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols, 2.2 * rows), squeeze=False)
-    for ax, ((model, dataset), g) in zip(axes.flat, groups):
-        med = g.groupby("depth")[["kappa_rollout", "product_kappa_half", "product_bound"]].median()
-        ax.semilogy(med.index, med["product_bound"], "--", color="0.4", lw=1, label="Π ½(1+κ(A_l))")
-        ax.semilogy(med.index, med["product_kappa_half"], ":", color="C3", lw=1.2, label="Π κ(½(I+A_l))")
-        ax.semilogy(med.index, med["kappa_rollout"], "-", color="C0", lw=1.4, label="κ(rollout)")
-        ax.set_title(f"{model}\n({dataset})", fontsize=7)
-        ax.set_xlabel("depth", fontsize=7)
+    rows = _row_order(zip(data["model"], data["dataset"]))
+    cols = min(len(rows), 4)
+    n_rows = (len(rows) + cols - 1) // cols
+    fig, axes = plt.subplots(n_rows, cols, figsize=(2.4 * cols, 1.9 * n_rows + 0.6), squeeze=False, sharex=True,
+                             sharey=True)
+    for ax, (model, dataset) in zip(axes.flat, rows):
+        g = data[(data["model"] == model) & (data["dataset"] == dataset)]
+        ratio = g.assign(rollout=g["kappa_rollout"] / g["product_bound"], half=g["product_kappa_half"] / g["product_bound"])
+        med = ratio.groupby("depth")[["rollout", "half"]].median()
+        x = med.index / max(int(g["n_layers"].iloc[0]) - 1, 1)
+        ax.axhline(1, color="0.4", ls="--", lw=0.8)
+        ax.plot(x, med["half"], ":", color="C3", lw=1.3, label="Π κ(½(I+A_l)) / bound")
+        ax.plot(x, med["rollout"], "-", color="C0", lw=1.4, label="κ(rollout) / bound")
+        ax.set_title(_label(model, dataset), fontsize=6.5)
+        ax.set_ylim(0, 1.08)
         ax.tick_params(labelsize=6)
-    for ax in list(axes.flat)[n:]:
+        ax.grid(alpha=0.3, lw=0.5)
+    for ax in list(axes.flat)[len(rows):]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize=6, frameon=False)
+    for ax in axes[-1]:
+        ax.set_xlabel("normalised depth", fontsize=7)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("ratio to Π ½(1+κ(A_l))", fontsize=7)
+    axes.flat[0].legend(fontsize=6, frameon=False, loc="lower left")
+    fig.suptitle("Rollout against the product bound (medians over inputs, all tokens; dashed: the bound)", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -171,28 +233,30 @@ def write_figure(fig: plt.Figure, *paths: str | os.PathLike) -> None:
         plt.close(fig)
 
 
-def write_suite_figures(record_paths: list, dump_paths: list, out_dir: str | os.PathLike) -> list[Path]:
-    """Depth, slack, rollout and heatmap figures of one suite (PDF and PNG) in ``out_dir``."""
+SUITE_FIGURES = ("depth", "slack", "rollout", "heatmap")
+"""The figures :func:`write_suite_figures` draws; ``out`` holds ``<name>_pdf`` and ``<name>_png`` for each."""
+
+
+def write_suite_figures(record_paths: list, rollout_paths: list, dump_paths: list,
+                        out: Mapping[str, str | os.PathLike]) -> list[Path]:
+    """Depth, slack, rollout and heatmap figures of one suite, each as PDF and PNG at the paths in ``out``."""
     from rollout_equality.records import read_records
     from rollout_equality.tables import depth_rates
 
-    out_dir = Path(out_dir)
+    paths = {name: [Path(out[f"{name}_pdf"]), Path(out[f"{name}_png"])] for name in SUITE_FIGURES}
     records = pd.concat([read_records(p) for p in record_paths], ignore_index=True)
-    rollout = pd.concat([read_records(p, rollout=True) for p in record_paths], ignore_index=True)
-    written = []
+    rollout = pd.concat([read_records(p) for p in rollout_paths], ignore_index=True)
     for name, fig in (("depth", depth_figure(depth_rates(records))), ("slack", slack_figure(records)),
                       ("rollout", rollout_figure(rollout))):
-        paths = [out_dir / f"{name}.pdf", out_dir / f"{name}.png"]
-        write_figure(fig, *paths)
-        written += paths
-    heatmap = [out_dir / "heatmap.pdf", out_dir / "heatmap.png"]
+        write_figure(fig, *paths[name])
+    heatmap = paths["heatmap"]
     for dump_path in dump_paths:
         with np.load(dump_path) as npz:
-            ids = sorted({k.rsplit("/", 1)[0] for k in npz.files})
+            ids = sorted({k.rsplit("/", 1)[0] for k in npz.files if k.endswith("/attention")})
             if not ids:
                 continue
             attention, special = npz[f"{ids[0]}/attention"], npz[f"{ids[0]}/special"]
-        model, dataset = Path(dump_path).parent.name, Path(dump_path).stem
+            model, dataset = str(npz["model"]), str(npz["dataset"])
         layer = attention.shape[0] - 1
         row = records[(records["model"] == model) & (records["dataset"] == dataset) & (records["input_id"] == ids[0])
                       & (records["layer"] == layer) & (records["token_set"] == "all")].iloc[0]
@@ -204,4 +268,4 @@ def write_suite_figures(record_paths: list, dump_paths: list, out_dir: str | os.
         ax.text(0.5, 0.5, "no attention dump in this suite (extraction.dump_inputs = 0)", ha="center", va="center", fontsize=8)
         ax.axis("off")
         write_figure(fig, *heatmap)
-    return written + heatmap
+    return [p for pair in paths.values() for p in pair]

@@ -85,10 +85,12 @@ def score(manifest: dict[str, Any], pred: np.ndarray, y: np.ndarray) -> tuple[st
     return "accuracy", float(np.mean(labels == y))
 
 
-def train(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, seed: int, max_epochs: int, patience: int,
-          batch_size: int = 256, device: str = "cpu", published: dict | None = None) -> dict[str, Any]:
-    """Train with the default optimiser and early stopping on validation; write model.pt and metrics.json."""
-    manifest, arrays = load_prepared(data_dir)
+def train_ftt(data_path: str | os.PathLike, manifest_path: str | os.PathLike, model_path: str | os.PathLike,
+              metrics_path: str | os.PathLike, *, seed: int, max_epochs: int, patience: int, batch_size: int = 256,
+              device: str = "cpu", published: dict | None = None) -> dict[str, Any]:
+    """Train on a prepared table with the default optimiser and early stopping on validation; write the best
+    state to ``model_path`` and the scores and history to ``metrics_path``."""
+    manifest, arrays = load_prepared(data_path, manifest_path)
     torch.manual_seed(seed)
     model = build_model(manifest).to(device)
     optimizer = model.make_default_optimizer()
@@ -125,19 +127,19 @@ def train(data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, seed: int,
         "seconds_total": float(np.sum(epoch_times)), "n_train": n_train, "device": device,
         "published": published, "history": history,
     }
-    out_dir = Path(out_dir)
-    with atomic_path(out_dir / "model.pt") as tmp:
+    with atomic_path(model_path) as tmp:
         torch.save(best["state"], tmp)
-    write_text(out_dir / "metrics.json", json.dumps(metrics, indent=2) + "\n")
+    write_text(metrics_path, json.dumps(metrics, indent=2) + "\n")
     log.info("%s seed %d: test %s %.4f after %d epochs (%.2f s/epoch)", manifest["name"], seed, metric, test,
              len(history), metrics["seconds_per_epoch"])
     return metrics
 
 
-def load_trained(data_dir, model_dir, device: str = "cpu"):
-    manifest, arrays = load_prepared(data_dir)
+def load_trained(data_path, manifest_path, model_path, device: str = "cpu"):
+    """(manifest, arrays, model in eval mode on ``device``) of a trained FT-Transformer."""
+    manifest, arrays = load_prepared(data_path, manifest_path)
     model = build_model(manifest)
-    model.load_state_dict(torch.load(Path(model_dir) / "model.pt", map_location="cpu"))
+    model.load_state_dict(torch.load(model_path, map_location="cpu"))
     return manifest, arrays, model.to(device).eval()
 
 
@@ -182,13 +184,14 @@ def block_attention(model, x_cont, x_cat, check_atol: float = 1e-5) -> torch.Ten
     return torch.stack(layers, dim=1)
 
 
-def measure_ftt(data_dir, model_dir, out_path, *, model_name: str, n_inputs: int, batch_size: int = 256,
-                device: str = "cpu", atol: float, row_sum_atol: float) -> None:
-    """Records of a trained FT-Transformer on the first ``n_inputs`` test rows."""
+def measure_ftt(data_path, manifest_path, model_path, metrics_path, out_path, rollout_path, *, model_name: str,
+                n_inputs: int, batch_size: int = 256, device: str = "cpu", atol: float, row_sum_atol: float) -> None:
+    """Records of a trained FT-Transformer on the first ``n_inputs`` test rows (layer records to ``out_path``,
+    rollout records to ``rollout_path``)."""
     from rollout_equality.measure import measure_inputs
     from rollout_equality.records import write_records
 
-    manifest, arrays, model = load_trained(data_dir, model_dir, device)
+    manifest, arrays, model = load_trained(data_path, manifest_path, model_path, device)
     n = min(n_inputs, len(arrays["y_test"]))
     n_tokens = 1 + len(manifest["cont_features"]) + len(manifest["cat_features"])
     special = np.zeros(n_tokens, dtype=bool)
@@ -202,10 +205,10 @@ def measure_ftt(data_dir, model_dir, out_path, *, model_name: str, n_inputs: int
         extractor, [f"test-{row:06d}" for row in range(n)], list(range(n)), model=model_name,
         dataset=manifest["name"], batch_size=batch_size, atol=atol, row_sum_atol=row_sum_atol,
     )
-    metrics = json.loads((Path(model_dir) / "metrics.json").read_text())
+    metrics = json.loads(Path(metrics_path).read_text())
     metadata = {"model": {"name": model_name, "backend": "rtdl_revisiting_models.FTTransformer", "seed": metrics["seed"],
                           "test_" + metrics["metric"]: metrics["test"]},
                 "dataset": {"name": manifest["name"], "sha256": manifest["sha256"], "n": n},
                 "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
                 "extraction": {"device": device, "attention": "every block recomputed from W_q, W_k; checked against the model's"}}
-    write_records(out_path, layer_rows, rollout_rows, metadata)
+    write_records(out_path, rollout_path, layer_rows, rollout_rows, metadata)

@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import Iterator
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
@@ -28,6 +32,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp makes 0600 files; give what an open() would
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)

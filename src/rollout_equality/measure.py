@@ -73,6 +73,7 @@ def measure(
     model_info: dict[str, Any],
     data_dir: str | os.PathLike,
     out_path: str | os.PathLike,
+    rollout_path: str | os.PathLike,
     *,
     model: str,
     dataset: str,
@@ -85,7 +86,8 @@ def measure(
     dump_inputs: int = 0,
     dump_path: str | os.PathLike | None = None,
 ) -> None:
-    """Records of ``model`` on the prepared data set in ``data_dir``, written to ``out_path``."""
+    """Records of ``model`` on the prepared data set in ``data_dir``: layer records to ``out_path``,
+    rollout records to ``rollout_path``, attention of the first ``dump_inputs`` inputs to ``dump_path``."""
     from rollout_equality.data import load_inputs, read_manifest
 
     manifest = read_manifest(data_dir)
@@ -111,11 +113,11 @@ def measure(
                        "preprocessing": extractor.preprocessing},
         "versions": _versions(),
     }
-    if dump_path:
+    if dump_path:  # self-describing: the figures label the heatmap from it
         with atomic_path(dump_path) as tmp:
             with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, **dump)
-    write_records(out_path, layer_rows, rollout_rows, metadata)
+                np.savez_compressed(fh, model=np.array(model), dataset=np.array(dataset), **dump)
+    write_records(out_path, rollout_path, layer_rows, rollout_rows, metadata)
     holds = {ts: np.mean([r["holds"] for r in layer_rows if r["token_set"] == ts]) for ts in ("content", "all")}
     log.info("%s on %s: condition holds in %.1f%% (content) / %.1f%% (all) of input-layer pairs",
              model, dataset, 100 * holds["content"], 100 * holds["all"])
@@ -125,5 +127,5 @@ def read_model_info(path: str | os.PathLike) -> dict[str, Any]:
     """The ``model.json`` written by :func:`rollout_equality.models.prepare_model`."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: prepare the model first (rule download_model)")
+        raise FileNotFoundError(f"{path} is missing: prepare the model first (rule prepare_model)")
     return json.loads(path.read_text())

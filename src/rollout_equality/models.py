@@ -87,7 +87,7 @@ def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, o
     """Build a randomly initialised model from its configuration and save it to ``out_dir``."""
     import torch
 
-    seed = int(spec.get("seed", 0))
+    seed = int(spec["seed"])
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     if backend == "timm":
@@ -95,8 +95,8 @@ def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, o
 
         import timm
 
-        model = timm.create_model(spec["timm_name"], pretrained=False, **spec.get("kwargs", {}))
-        save_timm(model, spec["timm_name"], out_dir, model_args=spec.get("kwargs", {}))
+        model = timm.create_model(spec["timm_name"], pretrained=False, **spec["kwargs"])
+        save_timm(model, spec["timm_name"], out_dir, model_args=spec["kwargs"])
         return out_dir
 
     import transformers
@@ -117,8 +117,12 @@ def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, o
     return out_dir
 
 
-def prepare_model(name: str, spec: dict[str, Any], resources: str | os.PathLike, manifest: str | os.PathLike) -> dict:
-    """Make model ``name`` available as a local directory and write its ``model.json``."""
+def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike, manifest: str | os.PathLike) -> dict:
+    """Make model ``name`` available as a local directory and write its ``model.json`` to ``manifest``.
+
+    Hub snapshots go to ``model_dir/snapshot``, random builds to ``model_dir/random_init``;
+    ``local`` sources stay where they are.
+    """
     backend, modality = spec["backend"], spec["modality"]
     if backend not in BACKENDS:
         raise ValueError(f"model {name!r}: backend must be one of {BACKENDS}; got {backend!r}")
@@ -128,7 +132,7 @@ def prepare_model(name: str, spec: dict[str, Any], resources: str | os.PathLike,
     if len(sources) != 1:
         raise ValueError(f"model {name!r}: give exactly one of hub, local, random_init; got {sources or 'none'}")
     info: dict[str, Any] = {"name": name, "backend": backend, "modality": modality, "source": sources[0]}
-    target = Path(resources) / name
+    target = Path(model_dir)
     if "hub" in spec:
         repo_id, revision = spec["hub"]["id"], spec["hub"]["revision"]
         snap = download_hub(name, repo_id, revision, target / "snapshot")

@@ -3,7 +3,7 @@
 ``paper/main.tex`` inputs generated tables (``\\input{tables/\\suite/claims}``) and figures
 (``\\includegraphics{figures/\\suite/depth}``); :func:`inputs` reads those lines, so that the rule
 building the PDF depends on exactly the files the paper reads (as showyourwork does) and a
-changed table rebuilds it. :func:`build` compiles the paper for one suite with latexmk.
+changed table rebuilds it. :func:`build_paper` compiles the paper for one suite with latexmk.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def inputs(main_tex: str | os.PathLike, suite: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def build(paper_dir: str | os.PathLike, suite: str) -> Path:
+def build_paper(paper_dir: str | os.PathLike, suite: str) -> Path:
     """Compile ``paper_dir/main.tex`` for ``suite`` with latexmk; return the PDF (``suite-<suite>.pdf``)."""
     if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
         raise RuntimeError(

@@ -1,7 +1,8 @@
 """Records: the contract between measurement and reporting.
 
 One Parquet file per (model, dataset) with one row per (input, layer, token set),
-and a companion ``*.rollout.parquet`` with one row per (input, token set, depth).
+and a companion rollout file (the workflow names it ``*.rollout.parquet``) with one row per
+(input, token set, depth).
 Tables and figures read only these files.
 
 Layer records (:data:`LAYER_SCHEMA`)
@@ -122,34 +123,28 @@ def analyse_input(
     return layer_rows, rollout_rows
 
 
-def rollout_path(path: str | os.PathLike) -> Path:
-    """The rollout companion of a layer-records path: ``x.parquet`` → ``x.rollout.parquet``."""
-    path = Path(path)
-    return path.with_name(path.name.removesuffix(".parquet") + ".rollout.parquet")
-
-
 def _write(rows: Iterable[dict], schema: pa.Schema, path: Path, metadata: dict) -> None:
     write_parquet(pa.Table.from_pylist(list(rows), schema=schema), path, metadata)
 
 
-def write_records(path: str | os.PathLike, layer_rows: list[dict], rollout_rows: list[dict], metadata: dict) -> None:
-    """Write layer records to ``path`` and rollout records beside it, each atomically.
+def write_records(path: str | os.PathLike, rollout_path: str | os.PathLike, layer_rows: list[dict],
+                  rollout_rows: list[dict], metadata: dict) -> None:
+    """Write layer records to ``path`` and rollout records to ``rollout_path``, each atomically.
 
     The rollout file is written first, so an existing layer file always has its companion.
     """
     if not layer_rows:
         raise ValueError(f"no records to write to {path}: the data set gave no input")
-    _write(rollout_rows, ROLLOUT_SCHEMA, rollout_path(path), metadata)
+    _write(rollout_rows, ROLLOUT_SCHEMA, Path(rollout_path), metadata)
     _write(layer_rows, LAYER_SCHEMA, Path(path), metadata)
 
 
-def read_records(path: str | os.PathLike, rollout: bool = False):
-    """Read layer records (or, with ``rollout=True``, the rollout companion) as a DataFrame."""
+def read_records(path: str | os.PathLike):
+    """Read a records file (layer or rollout records) as a DataFrame."""
     path = Path(path)
-    target = rollout_path(path) if rollout else path
-    if not target.exists():
-        raise FileNotFoundError(f"records file {target} is missing: run the measure step for this model and data set")
-    return pq.read_table(target).to_pandas()
+    if not path.exists():
+        raise FileNotFoundError(f"records file {path} is missing: run the measure step for this model and data set")
+    return pq.read_table(path).to_pandas()
 
 
 def read_metadata(path: str | os.PathLike) -> dict:

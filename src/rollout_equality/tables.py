@@ -7,6 +7,7 @@ same config gives byte-identical files.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -27,6 +28,23 @@ def write_csv(df: pd.DataFrame, path: str | os.PathLike, float_format: str = "%.
     """Write a table as CSV atomically, floats with 6 decimals (or ``float_format``)."""
     with atomic_path(path) as tmp:
         df.to_csv(tmp, index=False, float_format=float_format, lineterminator="\n")
+
+
+_HTML = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{title}</title><style>
+body {{ font-family: sans-serif; font-size: 13px; margin: 12px; }}
+table {{ border-collapse: collapse; }} th, td {{ padding: 3px 8px; text-align: left; border-bottom: 1px solid #ddd; }}
+th {{ background: #f2f2f2; }}
+</style></head><body><h3>{title}</h3>
+{table}
+</body></html>
+"""
+
+
+def write_html(df: pd.DataFrame, path: str | os.PathLike, title: str, float_format: str = "{:.4g}") -> None:
+    """Write a table as a small HTML page atomically (the HTML report shows these; it offers CSV only as a download)."""
+    table = df.to_html(index=False, border=0, na_rep="", float_format=float_format.format)
+    write_text(path, _HTML.format(title=title, table=table))
 
 
 def baseline_latex(df: pd.DataFrame) -> str:
@@ -62,6 +80,18 @@ def layer_rates(records: pd.DataFrame) -> pd.DataFrame:
     df["n_layers"] = grouped["n_layers"].first().to_numpy()
     df["mean_n_tokens"] = grouped["n_tokens"].mean().to_numpy().astype(float)
     return df[keys + ["n_layers", "pairs", "holds", "rate", "ci_low", "ci_high", "agreement", "mean_n_tokens"]]
+
+
+def summarise_records(records_path: str | os.PathLike, out_csv: str | os.PathLike) -> None:
+    """Per-layer rates (:func:`layer_rates`) of one records file, written as CSV."""
+    from rollout_equality.records import read_records
+
+    write_csv(layer_rates(read_records(records_path)), out_csv)
+
+
+def write_ftt_scores(metrics_files: list[str | os.PathLike], out_csv: str | os.PathLike) -> None:
+    """FT-Transformer test scores (:func:`ftt_scores`) of a suite, written as CSV."""
+    write_csv(ftt_scores(metrics_files), out_csv)
 
 
 def ftt_scores(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
@@ -146,6 +176,13 @@ LATE_FAILURE_CLAIM = ("DeiT-B, ViT-B/16: failures only late in depth", "content"
 """Reproduced when every layer in the first half of the depth (layer / (L − 1) < ½) holds for ≥ 99% of inputs."""
 
 
+def _small_n_note(small: pd.DataFrame) -> str:
+    """What the baseline claim leaves out: the sizes below 5 and their rates (e.g. "n = 3: 33.2%, n = 4: 30.8%, left out")."""
+    if small.empty:
+        return ""
+    return ", ".join(f"n = {int(r.n)}: {r.rate:.1%}" for r in small.itertuples()) + ", left out"
+
+
 def _status(low: float, high: float, ci_low: float, ci_high: float) -> str:
     return "reproduced" if ci_high >= low and ci_low <= high else "not reproduced"
 
@@ -169,7 +206,7 @@ def claims(rates: pd.DataFrame, baseline: pd.DataFrame | None, depth: pd.DataFra
                      "paper": f"{low:.0%}–{high:.0%}",
                      "ours": f"{large['rate'].min():.1%}–{large['rate'].max():.1%}",
                      "status": "reproduced" if ok else "not reproduced",
-                     "note": "n = 3, 4 lie above the range" if (baseline["n"] < 5).any() else ""})
+                     "note": _small_n_note(baseline[baseline["n"] < 5])})
     for claim, token_set, subjects, low, high in PAPER_CLAIMS:
         for subject in subjects:
             if subject.startswith("ftt:"):
@@ -245,42 +282,56 @@ def ftt_table(scores: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
     return out[["dataset", "seed", "metric", "test", "published", "content", "all"]]
 
 
-def write_suite_tables(record_paths: list[str | os.PathLike], baseline_csv: str | os.PathLike | None,
-                       csv_dir: str | os.PathLike, tex_dir: str | os.PathLike,
+CSV_TABLES = ("claims", "rates", "depth", "rollout", "ftt")
+SUITE_TABLES = (*CSV_TABLES, *(f"html_{k}" for k in CSV_TABLES), "tex_claims", "tex_rates", "tex_depth", "tex_rollout",
+                "tex_ftt", "tex_macros")
+"""The files :func:`write_suite_tables` writes, by key: CSV tables, their HTML pages (for the report), the LaTeX
+tables and the macros."""
+TABLE_TITLES = {"claims": "The abstract's claims beside ours", "rates": "Rates per model (all input-layer pairs)",
+                "depth": "Rates per layer", "rollout": "Rollout at the last layer against its bounds",
+                "ftt": "FT-Transformer: test scores and rates"}
+
+
+def write_suite_tables(record_paths: list[str | os.PathLike], rollout_paths: list[str | os.PathLike],
+                       baseline_csv: str | os.PathLike | None, out: Mapping[str, str | os.PathLike],
                        metrics_files: list[str | os.PathLike] = ()) -> pd.DataFrame:
     """Rates per model, per depth, rollout summary and the claims of one suite, as CSV and LaTeX.
 
+    ``out`` maps every key of :data:`SUITE_TABLES` to the path to write (the rule's outputs).
     Returns the claims table. A missing records file raises, naming the model and data set.
     """
-    from pathlib import Path
-
     from rollout_equality.records import read_records
 
+    missing = [k for k in SUITE_TABLES if k not in out]
+    if missing:
+        raise ValueError(f"write_suite_tables needs an output path for {missing}")
     layer = pd.concat([read_records(p) for p in record_paths], ignore_index=True)
-    ro = pd.concat([read_records(p, rollout=True) for p in record_paths], ignore_index=True)
+    ro = pd.concat([read_records(p) for p in rollout_paths], ignore_index=True)
     baseline = read_baseline(baseline_csv) if baseline_csv else None
     rates, depth, summary = model_rates(layer), depth_rates(layer), rollout_summary(ro)
     claim_table = claims(rates, baseline, depth)
-    csv_dir, tex_dir = Path(csv_dir), Path(tex_dir)
-    for name, df in (("model_rates", rates), ("depth_rates", depth), ("rollout_summary", summary), ("claims", claim_table)):
-        write_csv(df, csv_dir / f"{name}.csv")
+    for key, df in (("rates", rates), ("depth", depth), ("rollout", summary), ("claims", claim_table)):
+        write_csv(df, out[key])
+        write_html(df, out[f"html_{key}"], TABLE_TITLES[key])
+
     def pct(value: float) -> str:
         return f"{100 * value:.1f}\\%"
 
     write_latex(rates[["model", "dataset", "token_set", "inputs", "pairs", "rate", "ci_low", "ci_high", "agreement"]],
-                tex_dir / "model_rates.tex", "records", formats={"rate": pct, "ci_low": pct, "ci_high": pct, "agreement": pct},
+                out["tex_rates"], "records", formats={"rate": pct, "ci_low": pct, "ci_high": pct, "agreement": pct},
                 column_format="lllrrrrrr")
-    write_latex(summary, tex_dir / "rollout_summary.tex", "rollout records",
+    write_latex(summary, out["tex_rollout"], "rollout records",
                 formats={c: "{:.3f}" for c in ("kappa_rollout", "product_kappa_half", "product_bound")}
                 | {"tight_half": pct, "tight_bound": pct}, column_format="lllrrrrrrr")
-    write_latex(claim_table, tex_dir / "claims.tex", "records and the random baseline", column_format="p{4.2cm}p{3.2cm}llll")
-    write_latex(depth_profile(depth), tex_dir / "depth_rates.tex", "records", column_format="lllp{7cm}")
+    write_latex(claim_table, out["tex_claims"], "records and the random baseline", column_format="p{4.2cm}p{3.2cm}llll")
+    write_latex(depth_profile(depth), out["tex_depth"], "records", column_format="lllp{7cm}")
     ftt = ftt_table(ftt_scores(metrics_files), rates) if metrics_files else pd.DataFrame(
         columns=["dataset", "seed", "metric", "test", "published", "content", "all"])
-    write_csv(ftt, csv_dir / "ftt.csv")
-    write_latex(ftt, tex_dir / "ftt.tex", "FT-Transformer metrics and records",
+    write_csv(ftt, out["ftt"])
+    write_html(ftt, out["html_ftt"], TABLE_TITLES["ftt"])
+    write_latex(ftt, out["tex_ftt"], "FT-Transformer metrics and records",
                 formats={"test": "{:.4f}", "content": pct, "all": pct}, column_format="lrlrrrr")
-    write_text(tex_dir / "macros.tex", macros(claim_table, baseline))
+    write_text(out["tex_macros"], macros(claim_table, baseline))
     return claim_table
 
 

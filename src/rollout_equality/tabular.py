@@ -151,7 +151,7 @@ def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> t
     if "sklearn" in source:
         return load_sklearn(name, source["sklearn"], cache_dir)
     csv = source["csv"]
-    table = pd.read_csv(_resolve_path(csv["path"]), header=csv.get("header", "infer"), names=csv.get("names"),
+    table = pd.read_csv(_resolve_path(csv["path"]), header=csv["header"], names=csv.get("names"),
                         na_values=csv.get("na_values"), skipinitialspace=True)
     return table, csv["target"]
 
@@ -167,24 +167,20 @@ def split_indices(n: int, seed: int, test: float, val: float) -> dict[str, np.nd
     return {k: np.sort(v) for k, v in parts.items()}
 
 
-def prepare_tabular(name: str, spec: dict[str, Any], raw: pd.DataFrame, target: str, out_dir: str | os.PathLike,
-                    *, seed: int, test: float = 0.2, val: float = 0.2) -> dict[str, Any]:
-    """Split and preprocess a raw table; write ``data.npz`` and ``manifest.json`` to ``out_dir``."""
-    from sklearn.preprocessing import OrdinalEncoder, QuantileTransformer
-
-    task = spec["task"]
-    if task not in TASKS:
-        raise ValueError(f"tabular data set {name!r}: task must be one of {TASKS}; got {task!r}")
-    if target not in raw.columns:
-        raise ValueError(f"tabular data set {name!r}: target column {target!r} not found; columns are {list(raw.columns)}")
-    missing = spec.get("missing", "error")
-    X, y = raw.drop(columns=[target]), raw[target]
+def _feature_columns(name: str, X: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(numerical, categorical) columns: categorical are category, bool and string columns."""
     cat_cols = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(X[c])
                 or pd.api.types.is_string_dtype(X[c]) or X[c].dtype == object]
     cont_cols = [c for c in X.columns if c not in cat_cols]
     bad = [c for c in cont_cols if not pd.api.types.is_numeric_dtype(X[c])]
     if bad:
         raise ValueError(f"tabular data set {name!r}: columns {bad} are neither numerical nor categorical")
+    return cont_cols, cat_cols
+
+
+def _handle_missing(name: str, X: pd.DataFrame, y: pd.Series, target: str, missing: str,
+                    cont_cols: list[str], cat_cols: list[str]) -> tuple[pd.DataFrame, pd.Series]:
+    """Apply the ``missing`` policy (error, drop_rows, category); the target may have no missing value."""
     if y.isna().any():
         raise ValueError(f"tabular data set {name!r}: the target {target!r} has {int(y.isna().sum())} missing values")
     nan_cont = {c: int(X[c].isna().sum()) for c in cont_cols if X[c].isna().any()}
@@ -198,51 +194,80 @@ def prepare_tabular(name: str, spec: dict[str, Any], raw: pd.DataFrame, target: 
             f"tabular data set {name!r}: missing values in {nan_cont or nan_cat} (column: count); set "
             "`missing: drop_rows` (or `missing: category` for categorical columns) in its config entry"
         )
-    X = X.reset_index(drop=True)
-    y = y.reset_index(drop=True)
+    return X.reset_index(drop=True), y.reset_index(drop=True)
+
+
+def _numerical(cont: np.ndarray, parts: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
+    """Quantile-normalised numerical features (``x_cont_<part>``), fitted on train plus tiny noise."""
+    from sklearn.preprocessing import QuantileTransformer
+
+    train = cont[parts["train"]]
+    noise = np.random.default_rng(seed).normal(0.0, 1e-5, train.shape) * train.std(axis=0, keepdims=True)
+    qt = QuantileTransformer(output_distribution="normal", n_quantiles=max(min(len(train) // 30, 1000), 10),
+                             subsample=10**9, random_state=seed).fit(train + noise)
+    return {f"x_cont_{part}": qt.transform(cont[idx]).astype(np.float32) for part, idx in parts.items()}
+
+
+def _categorical(cat: np.ndarray, parts: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[int]]:
+    """Categorical features as indices fitted on train (``x_cat_<part>``; the last index of each column:
+    unseen in train), and the cardinalities."""
+    from sklearn.preprocessing import OrdinalEncoder
+
+    enc = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1).fit(cat[parts["train"]])
+    cardinalities = [len(c) + 1 for c in enc.categories_]
+    arrays = {}
+    for part, idx in parts.items():
+        codes = enc.transform(cat[idx]).astype(np.int64)
+        for j, card in enumerate(cardinalities):
+            codes[codes[:, j] < 0, j] = card - 1
+        arrays[f"x_cat_{part}"] = codes
+    return arrays, cardinalities
+
+
+def _targets(name: str, y: pd.Series, task: str, parts: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict]:
+    """Targets (``y_<part>``): standardised with train statistics (regression) or class indices; and their info."""
+    if task == "regression":
+        values = y.to_numpy(dtype=np.float64)
+        mean, std = float(values[parts["train"]].mean()), float(values[parts["train"]].std())
+        return {f"y_{part}": ((values[idx] - mean) / std).astype(np.float32) for part, idx in parts.items()}, \
+            {"mean": mean, "std": std}
+    labels = y.astype(str).str.strip().str.rstrip(".")
+    classes = sorted(labels.iloc[parts["train"]].unique())
+    if task == "binclass" and len(classes) != 2:
+        raise ValueError(f"tabular data set {name!r}: binclass needs 2 classes in train; got {classes}")
+    unseen = sorted(set(labels) - set(classes))
+    if unseen:
+        raise ValueError(f"tabular data set {name!r}: labels {unseen} occur outside train only")
+    lookup = {c: i for i, c in enumerate(classes)}
+    return {f"y_{part}": labels.iloc[idx].map(lookup).to_numpy(dtype=np.int64) for part, idx in parts.items()}, \
+        {"classes": classes}
+
+
+def prepare_tabular(name: str, spec: dict[str, Any], raw: pd.DataFrame, target: str, data_path: str | os.PathLike,
+                    manifest_path: str | os.PathLike, *, seed: int, test: float, val: float) -> dict[str, Any]:
+    """Split and preprocess a raw table; write the arrays to ``data_path`` (npz) and ``manifest_path`` (JSON, last)."""
+    task, missing = spec["task"], spec["missing"]
+    if task not in TASKS:
+        raise ValueError(f"tabular data set {name!r}: task must be one of {TASKS}; got {task!r}")
+    if target not in raw.columns:
+        raise ValueError(f"tabular data set {name!r}: target column {target!r} not found; columns are {list(raw.columns)}")
+    X, y = raw.drop(columns=[target]), raw[target]
+    cont_cols, cat_cols = _feature_columns(name, X)
+    X, y = _handle_missing(name, X, y, target, missing, cont_cols, cat_cols)
     parts = split_indices(len(X), seed, test, val)
 
     arrays: dict[str, np.ndarray] = {}
     if cont_cols:
-        cont = X[cont_cols].to_numpy(dtype=np.float64)
-        train = cont[parts["train"]]
-        noise = np.random.default_rng(seed).normal(0.0, 1e-5, train.shape) * train.std(axis=0, keepdims=True)
-        qt = QuantileTransformer(output_distribution="normal", n_quantiles=max(min(len(train) // 30, 1000), 10),
-                                 subsample=10**9, random_state=seed).fit(train + noise)
-        for part, idx in parts.items():
-            arrays[f"x_cont_{part}"] = qt.transform(cont[idx]).astype(np.float32)
+        arrays |= _numerical(X[cont_cols].to_numpy(dtype=np.float64), parts, seed)
     cardinalities: list[int] = []
     if cat_cols:
         cat = X[cat_cols].astype("object").where(X[cat_cols].notna(), MISSING_CATEGORY).astype(str).to_numpy()
-        enc = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1).fit(cat[parts["train"]])
-        cardinalities = [len(c) + 1 for c in enc.categories_]  # last index: unseen in train
-        for part, idx in parts.items():
-            codes = enc.transform(cat[idx]).astype(np.int64)
-            for j, card in enumerate(cardinalities):
-                codes[codes[:, j] < 0, j] = card - 1
-            arrays[f"x_cat_{part}"] = codes
-    target_info: dict[str, Any] = {}
-    if task == "regression":
-        values = y.to_numpy(dtype=np.float64)
-        mean, std = float(values[parts["train"]].mean()), float(values[parts["train"]].std())
-        target_info = {"mean": mean, "std": std}
-        for part, idx in parts.items():
-            arrays[f"y_{part}"] = ((values[idx] - mean) / std).astype(np.float32)
-    else:
-        labels = y.astype(str).str.strip().str.rstrip(".")
-        classes = sorted(labels.iloc[parts["train"]].unique())
-        if task == "binclass" and len(classes) != 2:
-            raise ValueError(f"tabular data set {name!r}: binclass needs 2 classes in train; got {classes}")
-        lookup = {c: i for i, c in enumerate(classes)}
-        unseen = sorted(set(labels) - set(classes))
-        if unseen:
-            raise ValueError(f"tabular data set {name!r}: labels {unseen} occur outside train only")
-        target_info = {"classes": classes}
-        for part, idx in parts.items():
-            arrays[f"y_{part}"] = labels.iloc[idx].map(lookup).to_numpy(dtype=np.int64)
+        cat_arrays, cardinalities = _categorical(cat, parts)
+        arrays |= cat_arrays
+    y_arrays, target_info = _targets(name, y, task, parts)
+    arrays |= y_arrays
 
-    out_dir = Path(out_dir)
-    with atomic_path(out_dir / "data.npz") as tmp:
+    with atomic_path(data_path) as tmp:
         with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
     manifest = {
@@ -251,18 +276,17 @@ def prepare_tabular(name: str, spec: dict[str, Any], raw: pd.DataFrame, target: 
         "cat_cardinalities": cardinalities, "target": target, "target_info": target_info, "missing": missing,
         "sha256": {k: sha256_bytes(np.ascontiguousarray(v).tobytes()) for k, v in sorted(arrays.items())},
     }
-    write_json(out_dir / "manifest.json", manifest, default=str)
+    write_json(manifest_path, manifest, default=str)
     return manifest
 
 
-def load_prepared(data_dir: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(manifest, arrays) of a prepared table."""
-    data_dir = Path(data_dir)
-    path = data_dir / "manifest.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: prepare the table first (rule prepare_tabular)")
-    manifest = json.loads(path.read_text())
-    with np.load(data_dir / "data.npz") as npz:
+def load_prepared(data_path: str | os.PathLike, manifest_path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(manifest, arrays) of a prepared table (:func:`prepare_tabular`)."""
+    manifest_path = Path(manifest_path)
+    if not manifest_path.exists():
+        raise FileNotFoundError(f"{manifest_path} is missing: prepare the table first (rule prepare_tabular)")
+    manifest = json.loads(manifest_path.read_text())
+    with np.load(data_path) as npz:
         arrays = {k: npz[k] for k in npz.files}
     return manifest, arrays
 

@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(res.stdout[-5000:] + res.stderr[-5000:])
                 return res.returncode
     print("again, HF_HUB_OFFLINE=1 and no hub: snakemake download --forcerun (from disk) ...", flush=True)
-    res = snakemake(workdir, environment(workdir, None), "download", "--forcerun", "download_model", "prepare_data",
-                    "download_openml")
+    res = snakemake(workdir, environment(workdir, None), "download", "--forcerun", "prepare_model", "prepare_data",
+                    "fetch_table")
     print(res.stderr[-3000:] if res.returncode else f"done: outputs under {workdir} (see REHEARSAL.md)")
     return res.returncode
 

@@ -447,7 +447,7 @@ def sklearn_california(data_home: Path, n: int = 20640, seed: int = 0) -> Path:
 
 
 def build_caches(cache: str | os.PathLike) -> None:
-    """The download caches the workflow's ``download_openml`` rule reads (``resources/cache``)."""
+    """The download caches the workflow's ``fetch_table`` rule reads (``resources/cache``)."""
     cache = Path(cache)
     openml_adult(cache / "openml")
     sklearn_california(cache / "scikit_learn_data")

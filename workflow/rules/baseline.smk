@@ -1,7 +1,7 @@
 rule random_baseline:
     """How often the condition holds on uniformly random stochastic matrices."""
     output:
-        csv="results/baseline/random_baseline.csv",
+        csv=BASELINE_CSV,
     params:
         ns=config["baseline"]["ns"],
         trials=config["baseline"]["trials"],

@@ -22,18 +22,105 @@ ALBERT_SUITES = config["dynamics"]["albert"]["suites"]
 check_references(config)
 
 
-def albert_output(suite, ext):
+# --- where every file goes: each path template is stated once, here --------------------------------
+# Rules use them as outputs and inputs; the target lists below fill them in.
+
+MODEL_INFO = "resources/models/{model}/model.json"
+DATA_MANIFEST = "resources/data/{dataset}/manifest.json"
+TABLE_RAW = "resources/tabular/{tabular}/raw.parquet"
+TABLE_DATA = "resources/tabular/{tabular}/data.npz"
+TABLE_MANIFEST = "resources/tabular/{tabular}/manifest.json"
+DOWNLOAD_CACHE = "resources/cache"  # OpenML's and scikit-learn's caches, in their own layouts
+MODELS_DIR = "resources/models"
+
+RECORDS = "results/records/{model}/{dataset}.parquet"
+ROLLOUT = "results/records/{model}/{dataset}.rollout.parquet"
+DUMP = "results/attention/{model}/{dataset}.npz"
+SUMMARY = "results/summaries/{model}/{dataset}.csv"
+
+FTT_MODEL = "results/ftt/{tabular}/seed{seed}/model.pt"
+FTT_METRICS = "results/ftt/{tabular}/seed{seed}/metrics.json"
+FTT_RECORDS = "results/records/ftt/{tabular}/seed{seed}.parquet"
+FTT_ROLLOUT = "results/records/ftt/{tabular}/seed{seed}.rollout.parquet"
+FTT_SUMMARY = "results/summaries/ftt/{tabular}/seed{seed}.csv"
+FTT_SCORES = "results/tables/{suite}/ftt_scores.csv"
+
+BASELINE_CSV = "results/baseline/random_baseline.csv"
+BASELINE_TEX = "paper/tables/baseline.tex"
+BASELINE_FIGURE = "paper/figures/baseline_rate.{ext}"
+
+SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
+    "claims": "results/tables/{suite}/claims.csv",
+    "rates": "results/tables/{suite}/model_rates.csv",
+    "depth": "results/tables/{suite}/depth_rates.csv",
+    "rollout": "results/tables/{suite}/rollout_summary.csv",
+    "ftt": "results/tables/{suite}/ftt.csv",
+    **{f"html_{key}": f"results/tables/{{suite}}/{name}.html" for key, name in (
+        ("claims", "claims"), ("rates", "model_rates"), ("depth", "depth_rates"), ("rollout", "rollout_summary"),
+        ("ftt", "ftt"))},
+    "tex_claims": "paper/tables/{suite}/claims.tex",
+    "tex_rates": "paper/tables/{suite}/model_rates.tex",
+    "tex_depth": "paper/tables/{suite}/depth_rates.tex",
+    "tex_rollout": "paper/tables/{suite}/rollout_summary.tex",
+    "tex_ftt": "paper/tables/{suite}/ftt.tex",
+    "tex_macros": "paper/tables/{suite}/macros.tex",
+}
+SUITE_FIGURES = {  # what write_suite_figures draws (rollout_equality.figures)
+    f"{name}_{ext}": f"paper/figures/{{suite}}/{name}.{ext}"
+    for name in ("depth", "slack", "rollout", "heatmap")
+    for ext in ("pdf", "png")
+}
+PAPER_PDF = "paper/suite-{suite}.pdf"
+
+SIMULATIONS = {  # what simulate_dynamics writes (rollout_equality.dynamics.report)
+    name: f"results/dynamics/simulations/{name}.{ext}"
+    for name, ext in (("trajectory", "csv"), ("stability", "csv"), ("basin", "csv"), ("beta_sweep", "csv"),
+                      ("info", "json"), ("tokens", "npz"))
+}
+SIMULATION_REPORT = {"summary": "results/tables/dynamics/simulations.csv",
+                     "summary_html": "results/tables/dynamics/simulations.html",
+                     "stability": "paper/tables/dynamics/stability.tex",
+                     "basin": "paper/tables/dynamics/basin.tex",
+                     "sweep": "paper/tables/dynamics/beta_sweep.tex"}
+SIMULATION_FIGURE = "paper/figures/dynamics/{name}.{ext}"
+ALBERT_RECORDS = "results/dynamics/albert/{model}/{dataset}.parquet"
+ALBERT_INFO = "results/dynamics/albert/{model}/{dataset}.json"
+ALBERT_REPORT = {"steps": "results/tables/dynamics/{suite}/albert_steps.csv",
+                 "steps_html": "results/tables/dynamics/{suite}/albert_steps.html",
+                 "tex": "paper/tables/dynamics/{suite}/albert.tex",
+                 "pdf": "paper/figures/dynamics/{suite}/albert.pdf",
+                 "png": "paper/figures/dynamics/{suite}/albert.png"}
+
+
+SIMULATION_FIGURES = {
+    f"{name}_{ext}": SIMULATION_FIGURE.format(name=name, ext=ext)
+    for name in ("consensus", "bipartite", "multihead", "asymmetric", "basin")
+    for ext in ("pdf", "png")
+}
+
+
+def reported(paths, captions):
+    """``paths`` with the report's caption and category on the entries ``captions`` names (key → (rst, category))."""
+    return {key: report(path, caption=f"../report/{captions[key][0]}", category=captions[key][1]) if key in captions
+            else path for key, path in paths.items()}
+
+
+TABLE_CAPTIONS = {f"html_{key}": ("tables.rst", "Tables") for key in ("claims", "rates", "depth", "rollout", "ftt")}
+FIGURE_CAPTIONS = {f"{name}_png": (f"{name}.rst", "Figures") for name in ("depth", "slack", "rollout", "heatmap")}
+
+
+def albert_run(suite, template):
+    """``template`` (ALBERT_RECORDS, ALBERT_INFO) for the ALBERT run of ``suite``."""
     if suite not in ALBERT_SUITES:
         raise ValueError(f"no ALBERT run for suite {suite!r}: add it under dynamics.albert.suites")
-    exp = ALBERT_SUITES[suite]
-    return f"results/dynamics/albert/{exp['model']}/{exp['dataset']}.{ext}"
+    return template.format(**ALBERT_SUITES[suite])
 
 
 def dynamics_targets(suite):
     """The simulations' tables and figures, and the suite's ALBERT run (when it has one)."""
-    targets = ["results/tables/dynamics/simulations.csv", "paper/figures/dynamics/consensus.pdf"]
+    targets = [SIMULATION_REPORT["summary"], SIMULATION_FIGURE.format(name="consensus", ext="pdf")]
     if suite in ALBERT_SUITES:
-        targets += [f"results/tables/dynamics/{suite}/albert_steps.csv", f"paper/figures/dynamics/{suite}/albert.pdf"]
+        targets += [ALBERT_REPORT["steps"].format(suite=suite), ALBERT_REPORT["pdf"].format(suite=suite)]
     return targets
 
 
@@ -42,12 +129,13 @@ def ftt_seeds(table):
     return TABULAR[table].get("seeds", config["tabular"]["seeds"])
 
 
+def ftt_runs(suite):
+    """(table, seed) of every FT-Transformer trained and measured by ``suite``."""
+    return [(t, s) for t in config["tabular"]["suites"].get(suite, []) for s in ftt_seeds(t)]
+
+
 def ftt_metrics(suite):
-    return [
-        f"results/ftt/{t}/seed{s}/metrics.json"
-        for t in config["tabular"]["suites"].get(suite, [])
-        for s in ftt_seeds(t)
-    ]
+    return [FTT_METRICS.format(tabular=t, seed=s) for t, s in ftt_runs(suite)]
 
 
 def _alternatives(names):
@@ -62,40 +150,28 @@ wildcard_constraints:
     suite=_alternatives(config["suites"]),
 
 
-BASELINE_TARGETS = [
-    "results/baseline/random_baseline.csv",
-    "paper/tables/baseline.tex",
-    "paper/figures/baseline_rate.pdf",
-    "paper/figures/baseline_rate.png",
-]
+BASELINE_TARGETS = [BASELINE_CSV, BASELINE_TEX] + [BASELINE_FIGURE.format(ext=e) for e in ("pdf", "png")]
 
 
-def suite_records(suite):
-    """Every layer-records file of ``suite`` (transformers / timm experiments and FT-Transformer seeds)."""
-    paths = [f"results/records/{e['model']}/{e['dataset']}.parquet" for e in config["suites"].get(suite, [])]
-    for table in config["tabular"]["suites"].get(suite, []):
-        paths += [f"results/records/ftt_seed{seed}/{table}.parquet" for seed in ftt_seeds(table)]
-    return paths
+def suite_records(suite, rollout=False):
+    """Every records file of ``suite`` (layer records, or with ``rollout`` their rollout companions):
+    the transformers / timm experiments, then the FT-Transformer runs."""
+    exp_template, ftt_template = (ROLLOUT, FTT_ROLLOUT) if rollout else (RECORDS, FTT_RECORDS)
+    paths = [exp_template.format(**e) for e in config["suites"].get(suite, [])]
+    return paths + [ftt_template.format(tabular=t, seed=s) for t, s in ftt_runs(suite)]
 
 
 def suite_targets(suite):
-    """Records and per-layer summaries of every experiment of ``suite``."""
+    """Records and per-layer summaries of every experiment of ``suite``, its tables and figures."""
     targets = []
     for exp in config["suites"].get(suite, []):
-        targets += [
-            f"results/records/{exp['model']}/{exp['dataset']}.parquet",
-            f"results/summaries/{exp['model']}/{exp['dataset']}.csv",
-        ]
-    for table in config["tabular"]["suites"].get(suite, []):
-        for seed in ftt_seeds(table):
-            targets += [
-                f"results/records/ftt_seed{seed}/{table}.parquet",
-                f"results/summaries/ftt_seed{seed}/{table}.csv",
-            ]
-    if config["tabular"]["suites"].get(suite):
-        targets.append(f"results/tables/{suite}/ftt_scores.csv")
+        targets += [RECORDS.format(**exp), SUMMARY.format(**exp)]
+    for table, seed in ftt_runs(suite):
+        targets += [FTT_RECORDS.format(tabular=table, seed=seed), FTT_SUMMARY.format(tabular=table, seed=seed)]
+    if ftt_runs(suite):
+        targets.append(FTT_SCORES.format(suite=suite))
     if suite_records(suite):
-        targets += [f"results/tables/{suite}/claims.csv", f"paper/figures/{suite}/depth.pdf"]
+        targets += [SUITE_TABLES["claims"].format(suite=suite), SUITE_FIGURES["depth_pdf"].format(suite=suite)]
     return targets
 
 
@@ -104,9 +180,8 @@ def download_targets(suite):
     experiments = list(config["suites"].get(suite, []))
     if suite in ALBERT_SUITES:
         experiments.append(ALBERT_SUITES[suite])
-    targets = [f"resources/models/{e['model']}/model.json" for e in experiments]
-    targets += [f"resources/data/{e['dataset']}/manifest.json" for e in experiments]
-    targets += [f"resources/tabular/{t}/raw.parquet" for t in config["tabular"]["suites"].get(suite, [])]
+    targets = [MODEL_INFO.format(**e) for e in experiments] + [DATA_MANIFEST.format(**e) for e in experiments]
+    targets += [TABLE_RAW.format(tabular=t) for t in config["tabular"]["suites"].get(suite, [])]
     return list(dict.fromkeys(targets))
 
 

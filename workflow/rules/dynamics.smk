@@ -1,14 +1,10 @@
 # The dynamics study: simulations of self-attention dynamics on the sphere, and ALBERT's shared
-# layer applied beyond its trained depth (rollout_equality.consensus, .albert, .dynamics_report).
-
-SIMULATION_FIGURES = ["consensus", "bipartite", "multihead", "asymmetric", "basin"]
-
+# layer applied beyond its trained depth (rollout_equality.dynamics: consensus, albert, report).
 
 rule simulate_dynamics:
     """The four simulation experiments: trajectories, stability of the equilibria, the bipartite basin."""
     output:
-        expand("results/dynamics/simulations/{file}", file=["trajectory.csv", "stability.csv", "basin.csv",
-                                                            "beta_sweep.csv", "info.json", "tokens.npz"]),
+        **SIMULATIONS,
     params:
         specs=config["dynamics"]["simulations"],
         seed=config["dynamics"]["seed"],
@@ -23,16 +19,10 @@ rule simulate_dynamics:
 rule report_simulations:
     """Summary and LaTeX tables of the simulations, one figure per experiment."""
     input:
-        rules.simulate_dynamics.output,
+        **SIMULATIONS,
     output:
-        summary=report("results/tables/dynamics/simulations.csv", caption="../report/dynamics.rst", category="Dynamics"),
-        stability="paper/tables/dynamics/stability.tex",
-        basin="paper/tables/dynamics/basin.tex",
-        sweep="paper/tables/dynamics/beta_sweep.tex",
-        figures=[
-            report(f, caption="../report/dynamics.rst", category="Dynamics") if f.endswith(".png") else f
-            for f in expand("paper/figures/dynamics/{name}.{ext}", name=SIMULATION_FIGURES, ext=["pdf", "png"])
-        ],
+        **reported(SIMULATION_REPORT, {"summary_html": ("dynamics.rst", "Dynamics")}),
+        **reported(SIMULATION_FIGURES, {k: ("dynamics.rst", "Dynamics") for k in SIMULATION_FIGURES if k.endswith("_png")}),
     log:
         "results/logs/report_simulations.log",
     conda:
@@ -44,11 +34,11 @@ rule report_simulations:
 rule unroll_albert:
     """ALBERT's shared layer applied `dynamics.albert.steps` times to every input of a text data set."""
     input:
-        model="resources/models/{model}/model.json",
-        data="resources/data/{dataset}/manifest.json",
+        model=MODEL_INFO,
+        data=DATA_MANIFEST,
     output:
-        records="results/dynamics/albert/{model}/{dataset}.parquet",
-        info="results/dynamics/albert/{model}/{dataset}.json",
+        records=ALBERT_RECORDS,
+        info=ALBERT_INFO,
     params:
         albert=config["dynamics"]["albert"],
         condition=config["condition"],
@@ -68,13 +58,12 @@ rule unroll_albert:
 rule report_albert:
     """Per-step table and figure of one suite's ALBERT run."""
     input:
-        records=lambda w: albert_output(w.suite, "parquet"),
-        info=lambda w: albert_output(w.suite, "json"),
+        records=lambda w: albert_run(w.suite, ALBERT_RECORDS),
+        info=lambda w: albert_run(w.suite, ALBERT_INFO),
     output:
-        steps=report("results/tables/dynamics/{suite}/albert_steps.csv", caption="../report/albert.rst", category="Dynamics"),
-        tex="paper/tables/dynamics/{suite}/albert.tex",
-        pdf="paper/figures/dynamics/{suite}/albert.pdf",
-        png=report("paper/figures/dynamics/{suite}/albert.png", caption="../report/albert.rst", category="Dynamics"),
+        **reported(ALBERT_REPORT, {"steps_html": ("albert.rst", "Dynamics"), "png": ("albert.rst", "Dynamics")}),
+    params:
+        table_steps=config["dynamics"]["albert"]["table_steps"],
     log:
         "results/logs/report_albert/{suite}.log",
     conda:

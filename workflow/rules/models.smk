@@ -1,28 +1,28 @@
 # Downloads and data preparation need the network (hub sources) but little compute:
 # they run on the submitting host, never on cluster compute nodes.
 localrules:
-    download_model,
+    prepare_model,
     prepare_data,
 
 
-rule download_model:
+rule prepare_model:
     """Make a model available locally: hub snapshot, local/package directory, or random build."""
     output:
-        "resources/models/{model}/model.json",
+        MODEL_INFO,
     params:
         spec=lambda w: config["models"][w.model],
     log:
-        "results/logs/download_model/{model}.log",
+        "results/logs/prepare_model/{model}.log",
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/download_model.py"
+        "../scripts/prepare_model.py"
 
 
 rule prepare_data:
     """Draw the data set's inputs (images or text segments) and write its manifest."""
     output:
-        "resources/data/{dataset}/manifest.json",
+        DATA_MANIFEST,
     params:
         spec=lambda w: config["datasets"][w.dataset],
     log:
@@ -36,12 +36,12 @@ rule prepare_data:
 rule measure:
     """Attention of one model on one data set → condition and rollout records."""
     input:
-        model="resources/models/{model}/model.json",
-        data="resources/data/{dataset}/manifest.json",
+        model=MODEL_INFO,
+        data=DATA_MANIFEST,
     output:
-        records="results/records/{model}/{dataset}.parquet",
-        rollout="results/records/{model}/{dataset}.rollout.parquet",
-        dump="results/attention/{model}/{dataset}.npz",
+        records=RECORDS,
+        rollout=ROLLOUT,
+        dump=DUMP,
     params:
         extraction=config["extraction"],
         condition=config["condition"],
@@ -61,16 +61,22 @@ rule measure:
 
 rule summarise_records:
     """Per-layer rates of one model on one data set (content and all tokens)."""
-    wildcard_constraints:  # also the FT-Transformer records (results/records/ftt_seed<N>/<table>)
-        model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-        dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     input:
-        "results/records/{model}/{dataset}.parquet",
+        RECORDS,
     output:
-        "results/summaries/{model}/{dataset}.csv",
+        SUMMARY,
     log:
         "results/logs/summarise_records/{model}/{dataset}.log",
     conda:
         "../../envs/core.yaml"
     script:
         "../scripts/summarise_records.py"
+
+
+use rule summarise_records as summarise_ftt_records with:
+    input:
+        FTT_RECORDS,
+    output:
+        FTT_SUMMARY,
+    log:
+        "results/logs/summarise_records/ftt/{tabular}/seed{seed}.log",

@@ -1,78 +1,63 @@
-rule table_baseline:
+rule write_baseline_latex:
     """Table 1 of the paper: the random-matrix baseline (booktabs LaTeX)."""
     input:
-        csv="results/baseline/random_baseline.csv",
+        csv=BASELINE_CSV,
     output:
-        tex="paper/tables/baseline.tex",
+        tex=BASELINE_TEX,
     log:
-        "results/logs/table_baseline.log",
+        "results/logs/write_baseline_latex.log",
     conda:
         "../../envs/core.yaml"
     script:
-        "../scripts/table_baseline.py"
+        "../scripts/write_baseline_latex.py"
 
 
-rule figure_baseline:
+rule write_baseline_figure:
     """Rate of the condition on random matrices against n, with Wilson intervals."""
     input:
-        csv="results/baseline/random_baseline.csv",
+        csv=BASELINE_CSV,
     output:
-        pdf="paper/figures/baseline_rate.pdf",
-        png=report("paper/figures/baseline_rate.png", caption="../report/baseline.rst", category="Baseline"),
+        pdf=BASELINE_FIGURE.format(ext="pdf"),
+        png=report(BASELINE_FIGURE.format(ext="png"), caption="../report/baseline.rst", category="Baseline"),
     log:
-        "results/logs/figure_baseline.log",
+        "results/logs/write_baseline_figure.log",
     conda:
         "../../envs/core.yaml"
     script:
-        "../scripts/figure_baseline.py"
+        "../scripts/write_baseline_figure.py"
 
 
-rule tables:
+rule write_suite_tables:
     """Rates per model and per depth, the rollout summary and the claims table of one suite."""
     input:
         records=lambda w: suite_records(w.suite),
+        rollout=lambda w: suite_records(w.suite, rollout=True),
         metrics=lambda w: ftt_metrics(w.suite),
-        baseline="results/baseline/random_baseline.csv",
+        baseline=BASELINE_CSV,
     output:
-        claims=report("results/tables/{suite}/claims.csv", caption="../report/tables.rst", category="Tables"),
-        rates=report("results/tables/{suite}/model_rates.csv", caption="../report/tables.rst", category="Tables"),
-        depth=report("results/tables/{suite}/depth_rates.csv", caption="../report/tables.rst", category="Tables"),
-        rollout=report("results/tables/{suite}/rollout_summary.csv", caption="../report/tables.rst", category="Tables"),
-        tex_claims="paper/tables/{suite}/claims.tex",
-        tex_rates="paper/tables/{suite}/model_rates.tex",
-        tex_rollout="paper/tables/{suite}/rollout_summary.tex",
-        tex_macros="paper/tables/{suite}/macros.tex",
-        tex_depth="paper/tables/{suite}/depth_rates.tex",
-        ftt=report("results/tables/{suite}/ftt.csv", caption="../report/tables.rst", category="Tables"),
-        tex_ftt="paper/tables/{suite}/ftt.tex",
+        **reported(SUITE_TABLES, TABLE_CAPTIONS),
     log:
-        "results/logs/tables/{suite}.log",
+        "results/logs/write_suite_tables/{suite}.log",
     conda:
         "../../envs/core.yaml"
     script:
-        "../scripts/tables.py"
+        "../scripts/write_suite_tables.py"
 
 
-rule figures:
+rule write_suite_figures:
     """Rate against depth, slack, rollout against its bounds, and an attention heatmap for one suite."""
     input:
         records=lambda w: suite_records(w.suite),
-        dumps=lambda w: [f"results/attention/{e['model']}/{e['dataset']}.npz" for e in config["suites"].get(w.suite, [])],
+        rollout=lambda w: suite_records(w.suite, rollout=True),
+        dumps=lambda w: [DUMP.format(**e) for e in config["suites"].get(w.suite, [])],
     output:
-        depth_pdf="paper/figures/{suite}/depth.pdf",
-        depth_png=report("paper/figures/{suite}/depth.png", caption="../report/depth.rst", category="Figures"),
-        slack_pdf="paper/figures/{suite}/slack.pdf",
-        slack_png=report("paper/figures/{suite}/slack.png", caption="../report/slack.rst", category="Figures"),
-        rollout_pdf="paper/figures/{suite}/rollout.pdf",
-        rollout_png=report("paper/figures/{suite}/rollout.png", caption="../report/rollout.rst", category="Figures"),
-        heatmap_pdf="paper/figures/{suite}/heatmap.pdf",
-        heatmap_png=report("paper/figures/{suite}/heatmap.png", caption="../report/heatmap.rst", category="Figures"),
+        **reported(SUITE_FIGURES, FIGURE_CAPTIONS),
     log:
-        "results/logs/figures/{suite}.log",
+        "results/logs/write_suite_figures/{suite}.log",
     conda:
         "../../envs/core.yaml"
     script:
-        "../scripts/figures.py"
+        "../scripts/write_suite_figures.py"
 
 
 rule build_paper:
@@ -81,7 +66,7 @@ rule build_paper:
         main="paper/main.tex",
         reads=lambda w: paper_reads(w.suite),
     output:
-        "paper/suite-{suite}.pdf",
+        PAPER_PDF,
     log:
         "results/logs/build_paper/{suite}.log",
     conda:

@@ -1,28 +1,29 @@
 localrules:
-    download_openml,
+    fetch_table,
 
 
-rule download_openml:
+rule fetch_table:
     """Fetch a table: OpenML or scikit-learn (network once, cached under resources/cache), or a CSV file."""
     output:
-        "resources/tabular/{tabular}/raw.parquet",
+        TABLE_RAW,
     params:
         spec=lambda w: TABULAR[w.tabular],
+        cache=DOWNLOAD_CACHE,
     log:
-        "results/logs/download_openml/{tabular}.log",
+        "results/logs/fetch_table/{tabular}.log",
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/download_openml.py"
+        "../scripts/fetch_table.py"
 
 
 rule prepare_tabular:
     """Seeded split, quantile-normalised numerical and indexed categorical features."""
     input:
-        "resources/tabular/{tabular}/raw.parquet",
+        TABLE_RAW,
     output:
-        data="resources/tabular/{tabular}/data.npz",
-        manifest="resources/tabular/{tabular}/manifest.json",
+        data=TABLE_DATA,
+        manifest=TABLE_MANIFEST,
     params:
         spec=lambda w: TABULAR[w.tabular],
         split=config["tabular"]["split"],
@@ -37,10 +38,11 @@ rule prepare_tabular:
 rule train_ftt:
     """FT-Transformer (default configuration) on one table with one seed, early stopping on validation."""
     input:
-        "resources/tabular/{tabular}/manifest.json",
+        data=TABLE_DATA,
+        manifest=TABLE_MANIFEST,
     output:
-        model="results/ftt/{tabular}/seed{seed}/model.pt",
-        metrics="results/ftt/{tabular}/seed{seed}/metrics.json",
+        model=FTT_MODEL,
+        metrics=FTT_METRICS,
     params:
         training=lambda w: {**config["tabular"]["training"], **TABULAR[w.tabular].get("training", {})},
         published=lambda w: TABULAR[w.tabular].get("published"),
@@ -61,12 +63,13 @@ rule train_ftt:
 rule measure_ftt:
     """Attention of a trained FT-Transformer on test rows → condition and rollout records."""
     input:
-        manifest="resources/tabular/{tabular}/manifest.json",
-        model="results/ftt/{tabular}/seed{seed}/model.pt",
-        metrics="results/ftt/{tabular}/seed{seed}/metrics.json",
+        data=TABLE_DATA,
+        manifest=TABLE_MANIFEST,
+        model=FTT_MODEL,
+        metrics=FTT_METRICS,
     output:
-        records="results/records/ftt_seed{seed}/{tabular}.parquet",
-        rollout="results/records/ftt_seed{seed}/{tabular}.rollout.parquet",
+        records=FTT_RECORDS,
+        rollout=FTT_ROLLOUT,
     params:
         n_inputs=config["tabular"]["n_inputs"],
         device=config["tabular"]["training"]["device"],
@@ -80,15 +83,15 @@ rule measure_ftt:
         "../scripts/measure_ftt.py"
 
 
-rule table_ftt_scores:
+rule write_ftt_scores:
     """FT-Transformer test scores per data set and seed, beside the published values."""
     input:
         lambda w: ftt_metrics(w.suite),
     output:
-        "results/tables/{suite}/ftt_scores.csv",
+        FTT_SCORES,
     log:
-        "results/logs/table_ftt_scores/{suite}.log",
+        "results/logs/write_ftt_scores/{suite}.log",
     conda:
         "../../envs/core.yaml"
     script:
-        "../scripts/table_ftt_scores.py"
+        "../scripts/write_ftt_scores.py"

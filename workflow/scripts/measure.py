@@ -21,6 +21,7 @@ with logging_to(snakemake.log[0]):
         read_model_info(snakemake.input.model),
         Path(snakemake.input.data).parent,
         snakemake.output.records,
+        snakemake.output.rollout,
         model=w.model,
         dataset=w.dataset,
         batch_size=ex["batch_size"],

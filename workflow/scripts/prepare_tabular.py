@@ -1,7 +1,5 @@
 """rule prepare_tabular → rollout_equality.tabular.prepare_tabular"""
 
-from pathlib import Path
-
 import _checkout  # noqa: F401  (this checkout's library first)
 from rollout_equality.io import logging_to
 from rollout_equality.tabular import prepare_tabular, read_table
@@ -9,5 +7,5 @@ from rollout_equality.tabular import prepare_tabular, read_table
 with logging_to(snakemake.log[0]):
     raw, target = read_table(snakemake.input[0])
     split = snakemake.params.split
-    prepare_tabular(snakemake.wildcards.tabular, snakemake.params.spec, raw, target,
-                    Path(snakemake.output.manifest).parent, seed=0, test=split["test"], val=split["val"])
+    prepare_tabular(snakemake.wildcards.tabular, snakemake.params.spec, raw, target, snakemake.output.data,
+                    snakemake.output.manifest, seed=split["seed"], test=split["test"], val=split["val"])

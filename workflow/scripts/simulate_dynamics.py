@@ -1,11 +1,9 @@
-"""rule simulate_dynamics → rollout_equality.dynamics_report.write_simulations"""
-
-from pathlib import Path
+"""rule simulate_dynamics → rollout_equality.dynamics.report.simulate_dynamics"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.dynamics_report import write_simulations
+from rollout_equality.dynamics.report import simulate_dynamics
 from rollout_equality.io import logging_to
 
 with logging_to(snakemake.log[0]):
-    write_simulations(snakemake.params.specs, snakemake.params.seed, Path(snakemake.output[0]).parent)
+    simulate_dynamics(snakemake.params.specs, snakemake.params.seed, dict(snakemake.output.items()))

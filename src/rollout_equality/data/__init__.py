@@ -55,7 +55,7 @@ def _config_patterns(readme: str, config: str, split: str) -> list[str] | None:
     return None
 
 
-def load_hub_dataset(name: str, spec: dict[str, Any], default_split: str, way_out: str, local_dir: str | os.PathLike):
+def load_hub_dataset(name: str, spec: dict[str, Any], way_out: str, local_dir: str | os.PathLike):
     """(data set, snapshot) of one split of a hub data set, read by :func:`datasets.load_dataset`.
 
     ``spec``: ``path``, ``revision`` (a commit, or a branch resolved to its commit and recorded),
@@ -70,7 +70,7 @@ def load_hub_dataset(name: str, spec: dict[str, Any], default_split: str, way_ou
     import datasets
 
     path, revision = spec["path"], spec["revision"]
-    split = spec.get("split", default_split)
+    split = spec["split"]
     what = f"data set {name!r} (hub data set {path}@{revision})"
 
     def select(tree: dict[str, int], commit: str) -> list[str]:
@@ -139,7 +139,7 @@ def read_manifest(data_dir: str | os.PathLike) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def prepare(name: str, spec: dict[str, Any], out_dir: str | os.PathLike) -> dict[str, Any]:
+def prepare_data(name: str, spec: dict[str, Any], out_dir: str | os.PathLike) -> dict[str, Any]:
     """Prepare data set ``name`` from its config entry into ``out_dir``; return the manifest."""
     if spec["modality"] == "text":
         from rollout_equality.data.text import prepare_text

@@ -78,9 +78,8 @@ def _source(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[str]
 
         return [f"skimage.data.{n}" for n in names], names, load, {}
     spec = source["hf_dataset"]
-    ds, snap = load_hub_dataset(name, spec, "validation", "Or use `image_folder:` with a local ImageNet validation tree.",
-                                out_dir / "hub")
-    image_field = spec.get("image_field", "image")
+    ds, snap = load_hub_dataset(name, spec, "Or use `image_folder:` with a local ImageNet validation tree.", out_dir / "hub")
+    image_field = spec["image_field"]
     label_field = spec.get("label_field", "label" if "label" in ds.column_names else None)  # None: unlabelled
     for field in (image_field, label_field):
         if field is not None and field not in ds.column_names:

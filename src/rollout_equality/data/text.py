@@ -46,9 +46,9 @@ def documents(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[tu
 
         return [(f"pydoc_data.topics:{key}", topics[key]) for key in sorted(topics)], {}
     spec = source["hf_dataset"]
-    ds, snap = load_hub_dataset(name, spec, "train", "Prepare it where the hub is reachable (`snakemake download`, "
+    ds, snap = load_hub_dataset(name, spec, "Prepare it where the hub is reachable (`snakemake download`, "
                                 "e.g. on a login node), or use `files:` with local text files.", out_dir / "hub")
-    field = spec.get("text_field", "text")
+    field = spec["text_field"]
     if field not in ds.column_names:
         raise ValueError(f"data set {name!r}: hub data set {spec['path']} has no column {field!r} (columns: "
                          f"{ds.column_names}); set text_field in its config entry")
@@ -68,7 +68,7 @@ def segments(docs: list[tuple[str, str]], min_words: int, max_words: int) -> lis
 
 def prepare_text(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
     out_dir = Path(out_dir)
-    min_words, max_words, n, seed = spec.get("min_words", 8), spec.get("max_words", 100), spec["n"], spec["seed"]
+    min_words, max_words, n, seed = spec["min_words"], spec["max_words"], spec["n"], spec["seed"]
     if not 1 <= min_words <= max_words:
         raise ValueError(f"data set {name!r}: need 1 <= min_words <= max_words; got {min_words}, {max_words}")
     docs, origin = documents(spec["source"], name, out_dir)

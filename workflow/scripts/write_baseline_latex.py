@@ -1,4 +1,4 @@
-"""rule table_baseline → rollout_equality.tables.write_baseline_latex"""
+"""rule write_baseline_latex → rollout_equality.tables.write_baseline_latex"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 

@@ -21,7 +21,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from rollout_equality import dynamics as dy
+from rollout_equality.dynamics import sphere as dy
 from rollout_equality.dobrushin import kappa
 from rollout_equality.io import progress
 
@@ -41,19 +41,19 @@ def build_heads(spec: dict, rng: np.random.Generator) -> dy.Heads:
     ``heads`` > 1 splits it into F/H + R_h with random R_h summing to zero, so that no single head
     carries the layer's principal eigenvector. ``M``: ``identity`` or ``random`` (Gaussian / √d, per head).
     """
-    F_spec, H = spec["F"], int(spec.get("heads", 1))
+    F_spec, H = spec["F"], int(spec["heads"])
     if "symmetric" in F_spec:
         F = dy.symmetric_matrix(F_spec["symmetric"], rng)
     else:
         F = dy.matrix_with_eigenvalues(F_spec.get("real", []), F_spec.get("complex", []), rng,
-                                       F_spec.get("condition", 3.0))
+                                       F_spec["condition"])
     d = F.shape[0]
     if H == 1:
         Fh = F[None]
     else:
-        R = rng.standard_normal((H, d, d)) * spec.get("head_spread", 0.5) / np.sqrt(d)
+        R = rng.standard_normal((H, d, d)) * spec["head_spread"] / np.sqrt(d)
         Fh = F / H + R - R.mean(axis=0)
-    if spec.get("M", "identity") == "identity":
+    if spec["M"] == "identity":
         M = np.tile(np.eye(d), (H, 1, 1))
     else:
         M = rng.standard_normal((H, d, d)) / np.sqrt(d)
@@ -120,7 +120,7 @@ def basin_size(heads: dy.Heads, ref: np.ndarray, v1: np.ndarray, spec: dict, eta
     basin["returned_rate"] = basin["returned"] / basin["trials"]
     back = basin.loc[basin["returned_rate"] >= 0.5, "radius"]
     uniform = None
-    if spec.get("uniform_starts"):
+    if spec["uniform_starts"]:
         starts = rng.standard_normal((int(spec["uniform_starts"]),) + ref.shape)
         final, _ = dy.simulate(starts, heads, eta, beta, steps)
         ends = dy.classify(final[-1], ref, v1, tol)
@@ -154,7 +154,7 @@ def run_experiment(name: str, spec: dict, seed: int) -> dict[str, pd.DataFrame |
         out["basin"] = basin
         if uniform is not None:
             info["uniform_starts"] = uniform
-        if spec.get("betas"):  # where the split becomes stable, and how its basin grows
+        if spec["betas"]:  # where the split becomes stable, and how its basin grows
             rows = []
             for b in progress(spec["betas"], desc="bipartite β sweep", unit="β"):
                 radius = dy.spectral_radius(dy.tangent_jacobian(ref, heads, eta, float(b)))

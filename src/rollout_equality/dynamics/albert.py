@@ -7,7 +7,7 @@ attention of every step. The first ``num_hidden_layers`` states are the model's 
 
 Per (input, step) the records hold the mean pairwise distance of the normalised tokens, the mean
 and min |corr(x_i, v1)| (cosine with v1, the eigenvector of the layer matrix F = W_O W_V =
-Σ_h W_O^h W_V^h chosen by :func:`rollout_equality.dynamics.principal_eigenpair` with η = 1, the
+Σ_h W_O^h W_V^h chosen by :func:`rollout_equality.dynamics.sphere.principal_eigenpair` with η = 1, the
 residual stream's step), and, side by side, κ of the step's head-averaged attention, κ of the
 rollout Π ½(I + A_s) up to that step and whether the equality condition holds at that step.
 """
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rollout_equality import dynamics as dy
+from rollout_equality.dynamics import sphere as dy
 from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def summarise(records: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def write_albert(model_info: dict, data_manifest: str | os.PathLike, records_path: str | os.PathLike,
+def unroll_albert(model_info: dict, data_manifest: str | os.PathLike, records_path: str | os.PathLike,
                  info_path: str | os.PathLike, steps: int, max_tokens: int, atol: float = DEFAULT_ATOL,
                  row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> pd.DataFrame:
     """Unroll every input of a prepared text data set; write the records (Parquet, provenance in

@@ -5,49 +5,54 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from rollout_equality.consensus import EXPERIMENTS, run_experiment, split_share
+from rollout_equality.dynamics.consensus import EXPERIMENTS, run_experiment, split_share
 from rollout_equality.io import atomic_path, progress, write_json
-from rollout_equality.tables import write_csv, write_latex
+from rollout_equality.tables import write_csv, write_html, write_latex
 
-SIMULATION_FILES = ("trajectory.csv", "stability.csv", "basin.csv", "beta_sweep.csv", "info.json", "tokens.npz")
+SIMULATION_FILES = ("trajectory", "stability", "basin", "beta_sweep", "info", "tokens")
+"""The files :func:`simulate_dynamics` writes, by key (CSV tables, info.json, tokens.npz)."""
+SIMULATION_REPORT = ("summary", "summary_html", "stability", "basin", "sweep")
+"""The tables :func:`report_simulations` writes, by key (the summary CSV, three LaTeX tables)."""
 BETA_SWEEP_COLUMNS = ["beta", "spectral_radius", "stable", "basin_radius", "uniform_bipartite"]
-ALBERT_STEPS = (1, 2, 4, 8, 12, 16, 20, 24)
 
 
-def write_simulations(specs: dict, seed: int, out_dir: str | os.PathLike) -> None:
-    """Run the four experiments and write :data:`SIMULATION_FILES` under ``out_dir``."""
+def _need(out: Mapping, keys, who: str) -> None:
+    missing = [k for k in keys if k not in out]
+    if missing:
+        raise ValueError(f"{who} needs a path for {missing}")
+
+
+def simulate_dynamics(specs: dict, seed: int, out: Mapping[str, str | os.PathLike]) -> None:
+    """Run the four experiments and write each of :data:`SIMULATION_FILES` to its path in ``out``."""
+    _need(out, SIMULATION_FILES, "simulate_dynamics")
     missing = [name for name in EXPERIMENTS if name not in specs]
     if missing:
         raise ValueError(f"dynamics.simulations lacks the experiment(s) {', '.join(missing)}")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     results = {name: run_experiment(name, specs[name], seed) for name in progress(EXPERIMENTS, "simulations", "experiment")}
     # distances and κ decay to 1e-16: keep significant digits, not decimals
-    write_csv(pd.concat([r["trajectory"] for r in results.values()], ignore_index=True), out_dir / "trajectory.csv",
+    write_csv(pd.concat([r["trajectory"] for r in results.values()], ignore_index=True), out["trajectory"],
               float_format="%.10g")
-    write_csv(pd.concat([r["stability"] for r in results.values()], ignore_index=True), out_dir / "stability.csv",
+    write_csv(pd.concat([r["stability"] for r in results.values()], ignore_index=True), out["stability"],
               float_format="%.10g")
-    write_csv(results["bipartite"]["basin"], out_dir / "basin.csv")
+    write_csv(results["bipartite"]["basin"], out["basin"])
     write_csv(results["bipartite"].get("beta_sweep", pd.DataFrame(columns=BETA_SWEEP_COLUMNS)),
-              out_dir / "beta_sweep.csv", float_format="%.10g")
-    write_json(out_dir / "info.json", {k: r["info"] for k, r in results.items()})
-    with atomic_path(out_dir / "tokens.npz") as tmp:
+              out["beta_sweep"], float_format="%.10g")
+    write_json(out["info"], {k: r["info"] for k, r in results.items()})
+    with atomic_path(out["tokens"]) as tmp:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **{f"{k}_tokens": r["tokens"] for k, r in results.items()},
                                 **{f"{k}_v1": r["v1"] for k, r in results.items()})
 
 
-def simulation_summary(sim_dir: str | os.PathLike) -> pd.DataFrame:
+def simulation_summary(info: dict, stab: pd.DataFrame) -> pd.DataFrame:
     """One row per experiment: sizes, λ1, dominance, stability of consensus on v1 and on the
     next eigenvector, final alignment and spread, and the bipartite basin radius."""
-    sim_dir = Path(sim_dir)
-    info = json.loads((sim_dir / "info.json").read_text())
-    stab = pd.read_csv(sim_dir / "stability.csv")
     rows = []
     for name in EXPERIMENTS:
         i = info[name]
@@ -61,35 +66,35 @@ def simulation_summary(sim_dir: str | os.PathLike) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def write_simulation_reports(sim_dir: str | os.PathLike, summary_csv, stability_tex, basin_tex, sweep_tex,
-                             figure_paths: list) -> None:
-    """Summary CSV, the stability, basin and β-sweep LaTeX tables, and one figure per experiment
-    plus the basin figure (PDF + PNG)."""
+def report_simulations(sim: Mapping[str, str | os.PathLike], out: Mapping[str, str | os.PathLike]) -> None:
+    """From the simulations' files (``sim``, keys :data:`SIMULATION_FILES`): the summary CSV, the
+    stability, basin and β-sweep LaTeX tables (``out``, keys :data:`SIMULATION_REPORT`), and one
+    figure per experiment plus the basin figure (``out``: ``<name>_pdf``, ``<name>_png``)."""
     from rollout_equality import figures
 
-    sim_dir = Path(sim_dir)
-    summary = simulation_summary(sim_dir)
-    write_csv(summary, summary_csv)
-    stab = pd.read_csv(sim_dir / "stability.csv")
-    write_latex(stab.drop(columns=["residual"]), stability_tex, "results/dynamics/simulations/stability.csv",
+    _need(sim, SIMULATION_FILES, "report_simulations")
+    _need(out, [*SIMULATION_REPORT, *(f"{n}_{e}" for n in (*EXPERIMENTS, "basin") for e in ("pdf", "png"))],
+          "report_simulations")
+    info = json.loads(Path(sim["info"]).read_text())
+    stab = pd.read_csv(sim["stability"])
+    summary = simulation_summary(info, stab)
+    write_csv(summary, out["summary"])
+    write_html(summary, out["summary_html"], "Simulations: one row per experiment")
+    write_latex(stab.drop(columns=["residual"]), out["stability"], str(sim["stability"]),
                 formats={"eigenvalue": "{:.3f}", "spectral_radius": "{:.4f}", "predicted_radius": "{:.4f}"})
-    basin = pd.read_csv(sim_dir / "basin.csv")
-    write_latex(basin, basin_tex, "results/dynamics/simulations/basin.csv",
-                formats={"radius": "{:.2f}", "returned_rate": "{:.3f}"})
-    sweep = pd.read_csv(sim_dir / "beta_sweep.csv")
-    write_latex(sweep, sweep_tex, "results/dynamics/simulations/beta_sweep.csv",
+    basin = pd.read_csv(sim["basin"])
+    write_latex(basin, out["basin"], str(sim["basin"]), formats={"radius": "{:.2f}", "returned_rate": "{:.3f}"})
+    sweep = pd.read_csv(sim["beta_sweep"])
+    write_latex(sweep, out["sweep"], str(sim["beta_sweep"]),
                 formats={"beta": "{:.2f}", "spectral_radius": "{:.4f}", "basin_radius": "{:.2f}",
                          "uniform_bipartite": "{:.3f}"})
-    traj = pd.read_csv(sim_dir / "trajectory.csv")
-    tokens = np.load(sim_dir / "tokens.npz")
-    info = json.loads((sim_dir / "info.json").read_text())
-    by_name: dict[str, list] = {}
-    for path in figure_paths:
-        by_name.setdefault(Path(path).stem, []).append(path)
-    for name in EXPERIMENTS:
-        fig = trajectory_figure(tokens[f"{name}_tokens"], tokens[f"{name}_v1"], traj[traj["experiment"] == name], info[name])
-        figures.write_figure(fig, *by_name[name])
-    figures.write_figure(basin_figure(basin, sweep, info["bipartite"]), *by_name["basin"])
+    traj = pd.read_csv(sim["trajectory"])
+    with np.load(sim["tokens"]) as tokens:
+        for name in EXPERIMENTS:
+            fig = trajectory_figure(tokens[f"{name}_tokens"], tokens[f"{name}_v1"], traj[traj["experiment"] == name],
+                                    info[name])
+            figures.write_figure(fig, out[f"{name}_pdf"], out[f"{name}_png"])
+    figures.write_figure(basin_figure(basin, sweep, info["bipartite"]), out["basin_pdf"], out["basin_png"])
 
 
 def trajectory_figure(tokens: np.ndarray, v1: np.ndarray, traj: pd.DataFrame, info: dict):
@@ -97,7 +102,7 @@ def trajectory_figure(tokens: np.ndarray, v1: np.ndarray, traj: pd.DataFrame, in
     Right: spread, misalignment 1 − mean |corr| and κ of the rollout on one log axis."""
     import matplotlib.pyplot as plt
 
-    from rollout_equality.dynamics import alignment
+    from rollout_equality.dynamics.sphere import alignment
 
     fig = plt.figure(figsize=(9.0, 3.6))
     title = (f"{info['experiment']}: n={info['n']}, d={info['d']}, H={info['heads']}, "
@@ -163,20 +168,23 @@ def basin_figure(basin: pd.DataFrame, sweep: pd.DataFrame, info: dict):
     return fig
 
 
-def write_albert_reports(records_path, info_path, steps_csv, steps_tex, figure_paths: list) -> None:
-    """Per-step table (CSV, and LaTeX at the steps of :data:`ALBERT_STEPS`) and the step figure."""
+def report_albert(records_path, info_path, out: Mapping[str, str | os.PathLike], table_steps) -> None:
+    """Per-step table (CSV at ``out["steps"]``, LaTeX at ``out["tex"]`` for the steps in ``table_steps``)
+    and the step figure (``out["pdf"]``, ``out["png"]``)."""
     from rollout_equality import figures
-    from rollout_equality.albert import summarise
+    from rollout_equality.dynamics.albert import summarise
 
+    _need(out, ("steps", "steps_html", "tex", "pdf", "png"), "report_albert")
     records = pd.read_parquet(records_path)
     info = json.loads(Path(info_path).read_text())
     steps = summarise(records)
-    write_csv(steps, steps_csv, float_format="%.10g")
-    shown = steps[steps["step"].isin(ALBERT_STEPS)]
-    write_latex(shown, steps_tex, str(records_path),
+    write_csv(steps, out["steps"], float_format="%.10g")
+    write_html(steps, out["steps_html"], f"ALBERT's shared layer unrolled: per step ({info.get('model', {}).get('name', '')})")
+    shown = steps[steps["step"].isin(list(table_steps))]
+    write_latex(shown, out["tex"], str(records_path),
                 formats={c: "{:.4f}" for c in ("mean_distance", "mean_abs_corr", "min_abs_corr", "kappa",
                                                "kappa_rollout", "holds_rate")})
-    figures.write_figure(albert_figure(steps, info), *figure_paths)
+    figures.write_figure(albert_figure(steps, info), out["pdf"], out["png"])
 
 
 def albert_figure(steps: pd.DataFrame, info: dict):

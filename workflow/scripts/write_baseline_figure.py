@@ -1,4 +1,4 @@
-"""rule figure_baseline → rollout_equality.figures.write_baseline_figure"""
+"""rule write_baseline_figure → rollout_equality.figures.write_baseline_figure"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 

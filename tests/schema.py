@@ -1,0 +1,24 @@
+"""The configuration as the workflow sees it: validated against the schema, which fills in defaults.
+
+Library functions read every setting from the config they are given (the schema holds the
+defaults, not the library). Tests that build a section by hand take it through :func:`validated`,
+the way Snakemake's ``validate`` does for a run.
+"""
+
+import copy
+from pathlib import Path
+
+import yaml
+from snakemake.utils import validate
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
+
+
+def validated(**sections) -> dict:
+    """The tiny config with ``sections`` replacing its top-level keys, validated and with defaults filled in."""
+    config = copy.deepcopy(TINY)
+    config.update(copy.deepcopy(sections))
+    validate(config, str(SCHEMA))
+    return config

@@ -1,9 +1,0 @@
-"""rule download_model → rollout_equality.models.prepare_model"""
-
-import _checkout  # noqa: F401  (this checkout's library first)
-from rollout_equality.io import logging_to
-from rollout_equality.models import prepare_model
-
-with logging_to(snakemake.log[0]):
-    out = snakemake.output[0]
-    prepare_model(snakemake.wildcards.model, snakemake.params.spec, "resources/models", out)

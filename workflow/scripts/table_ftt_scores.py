@@ -1,8 +1,0 @@
-"""rule table_ftt_scores → rollout_equality.tables.ftt_scores"""
-
-import _checkout  # noqa: F401  (this checkout's library first)
-from rollout_equality.io import logging_to
-from rollout_equality.tables import ftt_scores, write_csv
-
-with logging_to(snakemake.log[0]):
-    write_csv(ftt_scores(list(snakemake.input)), snakemake.output[0])
