@@ -1,0 +1,96 @@
+"""Every number README.md quotes of the baseline and the offline suite, checked against the tables.
+
+The tables are the offline suite's own (`docs/offline/`, copied from a run with the default
+config by `python docs/update.py`), so the README cannot drift from them: change a result and
+this fails until the README says the new number.
+"""
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+TABLES = REPO / "docs" / "offline"
+
+
+def paragraph(start: str) -> str:
+    """The README paragraph that begins with ``start``, on one line."""
+    text = README[README.index(start):]
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
+def pct(rate: float) -> float:
+    return round(100 * rate, 1)
+
+
+@pytest.fixture(scope="module")
+def rates():
+    df = pd.read_csv(TABLES / "model_rates.csv")
+    return {(r.model, r.token_set): r.rate for r in df.itertuples()}
+
+
+def test_baseline_numbers():
+    text = paragraph("Random baseline, default config")
+    df = pd.read_csv(TABLES / "random_baseline.csv").set_index("n")
+    trials = int(re.search(r"\(([\d,]+) trials per n", text).group(1).replace(",", ""))
+    assert (df["trials"] == trials).all()
+    half_width = float(re.search(r"intervals ±([\d.]+) points", text).group(1))
+    assert 100 * ((df["ci_high"] - df["ci_low"]) / 2).max() <= half_width + 0.05
+    for value, n in re.findall(r"(\d+)% at n = (\d+)", text):
+        assert round(100 * df.loc[int(n), "rate"]) == int(value), n
+    for low, high, n_lo, n_hi in re.findall(r"([\d.]+)–([\d.]+)% for n = (\d+)–(\d+)", text):
+        sel = df.loc[int(n_lo):int(n_hi), "rate"]
+        assert (pct(sel.min()), pct(sel.max())) == (float(low), float(high)), (n_lo, n_hi)
+
+
+def test_offline_suite_rates(rates):
+    text = paragraph("Offline suite, default config")
+    content, all_ = map(float, re.search(r"all-MiniLM-L6-v2 \(trained\) ([\d.]+)% / ([\d.]+)%", text).groups())
+    assert (pct(rates[("minilm", "content")]), pct(rates[("minilm", "all")])) == (content, all_)
+    depth = pd.read_csv(TABLES / "depth_rates.csv")
+    minilm = depth[depth["model"] == "minilm"].set_index(["token_set", "layer"])["rate"]
+    first, last = map(int, re.search(r"layers (\d+)–(\d+): 100%", text).groups())
+    assert all(minilm[("content", layer)] == 1.0 for layer in range(first, last + 1))
+    last_content, last_all = map(float, re.search(r"the last layer ([\d.]+)% / ([\d.]+)%", text).groups())
+    assert (pct(minilm[("content", 5)]), pct(minilm[("all", 5)])) == (last_content, last_all)
+
+    controls = [r for (m, _), r in rates.items() if m.endswith("_random")]  # both token sets
+    low, high = map(int, re.search(r"the untrained controls (\d+)–(\d+)%", text).groups())
+    assert (round(100 * min(controls)), round(100 * max(controls))) == (low, high)
+    for name, model in (("RoBERTa-base", "roberta_base_random"), ("DistilBERT", "distilbert_base_random")):
+        c, a = map(float, re.search(rf"{name} ([\d.]+) / ([\d.]+)", text).groups())
+        assert (pct(rates[(model, "content")]), pct(rates[(model, "all")])) == (c, a), name
+    s, b, l = map(float, re.search(r"DINOv2-S/B/L ([\d.]+) / ([\d.]+) / ([\d.]+) \(content\)", text).groups())
+    assert [pct(rates[(f"dinov2_{size}_random", "content")]) for size in ("small", "base", "large")] == [s, b, l]
+    for name, model in (("DeiT-B", "deit_base_random"), ("ViT-B/16", "vit_base_16_random")):
+        assert pct(rates[(model, "content")]) == float(re.search(rf"{re.escape(name)} ([\d.]+)", text).group(1)), name
+
+
+def test_offline_suite_ft_transformer(rates):
+    text = paragraph("Offline suite, default config")
+    scores = pd.read_csv(TABLES / "ftt_scores.csv")
+    adult = scores[scores["dataset"] == "adult_uci"].iloc[0]
+    accuracy, epochs = re.search(r"UCI Adult test accuracy ([\d.]+) after (\d+) epochs", text).groups()
+    assert f"{adult['test']:.3f}" == accuracy and adult["epochs"] == int(epochs)
+    for name, table in (("breast cancer", "breast_cancer"), ("diabetes RMSE", "diabetes")):
+        low, high = re.search(rf"{name} ([\d.]+)–([\d.]+)", text).groups()
+        test = scores.loc[scores["dataset"] == table, "test"]
+        digits = len(low.split(".")[1])
+        assert (f"{test.min():.{digits}f}", f"{test.max():.{digits}f}") == (low, high), name
+    df = pd.read_csv(TABLES / "model_rates.csv")
+    ftt = df[df["model"].str.startswith("ftt_seed")]
+    quoted = re.search(r"the condition holds for (\d+)% / (\d+)% \(Adult, content / all tokens\), "
+                       r"(\d+)–(\d+)% / (\d+)–(\d+)% \(breast cancer\) and (\d+)–(\d+)% / (\d+)–(\d+)% \(diabetes\)",
+                       text).groups()
+    quoted = list(map(int, quoted))
+
+    def span(table: str, token_set: str) -> list[int]:
+        sel = ftt[(ftt["dataset"] == table) & (ftt["token_set"] == token_set)]["rate"]
+        return [round(100 * sel.min()), round(100 * sel.max())]
+
+    adult_content, adult_all = span("adult_uci", "content")[0], span("adult_uci", "all")[0]
+    assert quoted == [adult_content, adult_all, *span("breast_cancer", "content"), *span("breast_cancer", "all"),
+                      *span("diabetes", "content"), *span("diabetes", "all")]
