@@ -7,6 +7,7 @@
 #
 # Rules live in workflow/rules/*.smk; each calls one function of src/rollout_equality.
 
+
 configfile: "config.yaml"
 
 
@@ -18,11 +19,11 @@ include: "workflow/rules/reporting.smk"
 include: "workflow/rules/dynamics.smk"
 
 
+# The paper: the random-matrix baseline and every experiment of the `paper` suite (the default target).
 rule all:
-    """The paper: the random-matrix baseline and every experiment of the `paper` suite."""
+    default_target: True
     input:
         PAPER_TARGETS,
-    default_target: True
 
 
 rule offline:

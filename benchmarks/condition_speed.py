@@ -65,7 +65,9 @@ def main() -> None:
             T = torch.as_tensor(A, device=device)
             Tb = torch.as_tensor(rng.dirichlet(np.ones(n), size=(64, n)), device=device)
             one = median_time(lambda: (equality_condition(T), torch.cuda.synchronize()), args.repeats)
-            batch = median_time(lambda: (equality_condition(Tb), torch.cuda.synchronize()), max(1, args.repeats // 2)) / 64
+            batch = (
+                median_time(lambda: (equality_condition(Tb), torch.cuda.synchronize()), max(1, args.repeats // 2)) / 64
+            )
             row += f" {1e3 * one:12.3f}ms {1e3 * batch:25.3f}ms"
         print(row, flush=True)
         results[n] = (fast, naive)

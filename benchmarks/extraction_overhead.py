@@ -18,9 +18,9 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from _timing import median_time
 import torch
 import yaml
+from _timing import median_time
 
 from rollout_equality.records import analyse_input
 

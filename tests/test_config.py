@@ -17,21 +17,38 @@ def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
     check_references(yaml.safe_load((REPO / ".test" / "config.yaml").read_text()))
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda c: c["suites"]["paper"].append({"model": "gpt5", "dataset": "wikitext"}),
-     "suite 'paper': model 'gpt5' is not defined under models"),
-    (lambda c: c["suites"]["offline"].append({"model": "minilm", "dataset": "imagenet_mini"}),
-     "suite 'offline': data set 'imagenet_mini' is not defined under datasets"),
-    (lambda c: c["suites"]["offline"].append({"model": "minilm", "dataset": "skimage_photos"}),
-     "suite 'offline': model 'minilm' reads text but data set 'skimage_photos' holds image"),
-    (lambda c: c["tabular"]["suites"]["paper"].append("higgs"),
-     "tabular suite 'paper': table 'higgs' is not defined under tabular.datasets"),
-    (lambda c: c["dynamics"]["albert"]["suites"]["offline"].update(model="dinov2_small_random", dataset="skimage_photos"),
-     "dynamics.albert.suites.offline (ALBERT): the model 'dinov2_small_random' and data set 'skimage_photos' are image; "
-     "it needs text"),
-    (lambda c: c["dynamics"]["albert"]["suites"]["paper"].update(model="albert_large"),
-     "dynamics.albert.suites.paper (ALBERT): model 'albert_large' is not defined"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (
+            lambda c: c["suites"]["paper"].append({"model": "gpt5", "dataset": "wikitext"}),
+            "suite 'paper': model 'gpt5' is not defined under models",
+        ),
+        (
+            lambda c: c["suites"]["offline"].append({"model": "minilm", "dataset": "imagenet_mini"}),
+            "suite 'offline': data set 'imagenet_mini' is not defined under datasets",
+        ),
+        (
+            lambda c: c["suites"]["offline"].append({"model": "minilm", "dataset": "skimage_photos"}),
+            "suite 'offline': model 'minilm' reads text but data set 'skimage_photos' holds image",
+        ),
+        (
+            lambda c: c["tabular"]["suites"]["paper"].append("higgs"),
+            "tabular suite 'paper': table 'higgs' is not defined under tabular.datasets",
+        ),
+        (
+            lambda c: c["dynamics"]["albert"]["suites"]["offline"].update(
+                model="dinov2_small_random", dataset="skimage_photos"
+            ),
+            "dynamics.albert.suites.offline (ALBERT): the model 'dinov2_small_random' and data set 'skimage_photos' are image; "
+            "it needs text",
+        ),
+        (
+            lambda c: c["dynamics"]["albert"]["suites"]["paper"].update(model="albert_large"),
+            "dynamics.albert.suites.paper (ALBERT): model 'albert_large' is not defined",
+        ),
+    ],
+)
 def test_a_reference_to_nothing_valid_names_the_entry(mutate, message):
     config = copy.deepcopy(SHIPPED)
     mutate(config)

@@ -26,7 +26,14 @@ def test_pydoc_text_sample_is_deterministic(tmp_path):
 def test_text_files_source(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs/a.txt").write_text("one two three four five six\n\nshort\n\nseven eight nine ten eleven twelve")
-    spec = {"modality": "text", "source": {"files": [str(tmp_path / "docs/*.txt")]}, "n": 2, "seed": 0, "min_words": 5, "max_words": 5}
+    spec = {
+        "modality": "text",
+        "source": {"files": [str(tmp_path / "docs/*.txt")]},
+        "n": 2,
+        "seed": 0,
+        "min_words": 5,
+        "max_words": 5,
+    }
     prepare_data("docs", spec, tmp_path / "out")
     _, texts, _ = load_inputs(tmp_path / "out")
     assert sorted(texts) == ["one two three four five", "seven eight nine ten eleven"]
@@ -51,7 +58,9 @@ def test_image_folder_tree(tmp_path):
     for cls in ("n01", "n02"):
         (tmp_path / "val" / cls).mkdir(parents=True)
         for k in range(3):
-            Image.fromarray(rng.integers(0, 255, (20, 30, 3), dtype=np.uint8)).save(tmp_path / "val" / cls / f"{k}.JPEG")
+            Image.fromarray(rng.integers(0, 255, (20, 30, 3), dtype=np.uint8)).save(
+                tmp_path / "val" / cls / f"{k}.JPEG"
+            )
     spec = {"modality": "image", "source": {"image_folder": str(tmp_path / "val")}, "n": 4, "seed": 0}
     manifest = prepare_data("val", spec, tmp_path / "out")
     assert sorted(it["label"] for it in manifest["items"]) == ["n01", "n01", "n02", "n02"]
@@ -72,7 +81,9 @@ def test_bad_sources(tmp_path):
     with pytest.raises(ValueError, match="exactly one image source"):
         prepare_data("x", {"modality": "image", "source": {}, "n": 1, "seed": 0}, tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        prepare_data("x", {"modality": "image", "source": {"image_folder": str(tmp_path / "nope")}, "n": 1, "seed": 0}, tmp_path)
+        prepare_data(
+            "x", {"modality": "image", "source": {"image_folder": str(tmp_path / "nope")}, "n": 1, "seed": 0}, tmp_path
+        )
     with pytest.raises(ValueError, match="modality must be text or image"):
         prepare_data("x", {"modality": "audio", "source": {}, "n": 1, "seed": 0}, tmp_path)
     with pytest.raises(FileNotFoundError, match="prepare the data set first"):

@@ -3,14 +3,13 @@
 import numpy as np
 import pytest
 import torch
+from models_tiny import MINILM
+from schema import TINY, validated
 
 from rollout_equality.dynamics import albert as al
 from rollout_equality.dynamics import sphere as dy
 from rollout_equality.dynamics.consensus import EXPERIMENTS, build_heads, run_experiment
-from schema import TINY, validated
 from rollout_equality.models import prepare_model, resolve_local
-
-from models_tiny import MINILM
 
 ETA, BETA = 0.2, 1.0
 
@@ -65,8 +64,9 @@ def test_consensus_on_v1_is_a_fixed_point_and_small_perturbations_decay(sym_head
     predicted = dy.consensus_spectrum(sym_heads.F[0], int(np.argmax(np.linalg.eigvals(sym_heads.F[0]).real)), ETA)
     assert dy.spectral_radius(J) == pytest.approx(predicted.max(), abs=1e-6)
     # token differences shrink by 1/(1 + ηλ1), the mean's other directions by (1 + ηλ_k)/(1 + ηλ1)
-    assert dy.spectral_radius(J) == pytest.approx(max(1 / (1 + ETA * values[0]),
-                                                      abs(1 + ETA * values[1]) / (1 + ETA * values[0])), abs=1e-6)
+    assert dy.spectral_radius(J) == pytest.approx(
+        max(1 / (1 + ETA * values[0]), abs(1 + ETA * values[1]) / (1 + ETA * values[0])), abs=1e-6
+    )
     assert dy.spectral_radius(J) < 1
     starts = dy.perturb(X, 1e-3, np.random.default_rng(3), size=5)
     traj, _ = dy.simulate(starts, sym_heads, ETA, BETA, 200)
@@ -109,8 +109,12 @@ def test_classify_names_each_outcome():
     other_split = dy.bipartite(v, 3, 1)
     cons = dy.consensus(v, 4)
     spread = dy.perturb(cons, 0.5, np.random.default_rng(0))
-    assert list(dy.classify(np.stack([ref, other_split, cons, spread]), ref, v, 1e-6)) == \
-        ["returned", "bipartite", "consensus", "other"]
+    assert list(dy.classify(np.stack([ref, other_split, cons, spread]), ref, v, 1e-6)) == [
+        "returned",
+        "bipartite",
+        "consensus",
+        "other",
+    ]
 
 
 def test_principal_eigenpair_flags_a_complex_leading_pair():
@@ -128,7 +132,7 @@ def test_layer_matrix_is_the_sum_of_head_value_output_products():
     W_q, W_k, W_v = (rng.standard_normal((H * dh, D)) for _ in range(3))
     W_o = rng.standard_normal((D, H * dh))
     heads = dy.heads_from_projections(W_q, W_k, W_v, W_o, H)
-    explicit = sum(W_o[:, h * dh:(h + 1) * dh] @ W_v[h * dh:(h + 1) * dh, :] for h in range(H))
+    explicit = sum(W_o[:, h * dh : (h + 1) * dh] @ W_v[h * dh : (h + 1) * dh, :] for h in range(H))
     np.testing.assert_allclose(dy.layer_matrix(heads), explicit, atol=1e-12)
     np.testing.assert_allclose(dy.layer_matrix(heads), W_o @ W_v, atol=1e-12)
     np.testing.assert_allclose(heads.M[1], W_q[4:8].T @ W_k[4:8], atol=1e-12)
@@ -151,15 +155,42 @@ def test_bad_inputs_are_named():
         run_experiment("spiral", {}, 0)
 
 
-SMALL = validated(dynamics={**TINY["dynamics"], "simulations": {  # defaults from the schema (heads, M, ...)
-    "consensus": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 200, "F": {"symmetric": [1.0, 0.5, -0.3]}},
-    "bipartite": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 200, "F": {"symmetric": [1.0, 0.5, -0.3]},
-                  "radii": [0.05, 1.5], "trials": 20, "tol": 1e-3, "uniform_starts": 20, "betas": [0.2, 2.0]},
-    "multihead": {"n": 8, "heads": 3, "M": "random", "eta": 0.1, "beta": 1.0, "steps": 300,
-                  "F": {"real": [1.0, 0.3, -0.2], "complex": [[0.2, 0.3]], "condition": 2.0}},
-    "asymmetric": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 200,
-                   "F": {"real": [1.0, -0.2], "complex": [[0.4, 0.6]]}},
-}})["dynamics"]["simulations"]
+SMALL = validated(
+    dynamics={
+        **TINY["dynamics"],
+        "simulations": {  # defaults from the schema (heads, M, ...)
+            "consensus": {"n": 6, "eta": 0.2, "beta": 1.0, "steps": 200, "F": {"symmetric": [1.0, 0.5, -0.3]}},
+            "bipartite": {
+                "n": 6,
+                "eta": 0.2,
+                "beta": 1.0,
+                "steps": 200,
+                "F": {"symmetric": [1.0, 0.5, -0.3]},
+                "radii": [0.05, 1.5],
+                "trials": 20,
+                "tol": 1e-3,
+                "uniform_starts": 20,
+                "betas": [0.2, 2.0],
+            },
+            "multihead": {
+                "n": 8,
+                "heads": 3,
+                "M": "random",
+                "eta": 0.1,
+                "beta": 1.0,
+                "steps": 300,
+                "F": {"real": [1.0, 0.3, -0.2], "complex": [[0.2, 0.3]], "condition": 2.0},
+            },
+            "asymmetric": {
+                "n": 6,
+                "eta": 0.2,
+                "beta": 1.0,
+                "steps": 200,
+                "F": {"real": [1.0, -0.2], "complex": [[0.4, 0.6]]},
+            },
+        },
+    }
+)["dynamics"]["simulations"]
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -197,15 +228,26 @@ def test_multihead_heads_do_not_share_the_layer_eigenvector():
 
 # --------------------------------------------------------------------------- ALBERT
 
-TINY_ALBERT = {"model_type": "albert", "embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 12,
-               "num_attention_heads": 4, "intermediate_size": 64, "num_hidden_groups": 1, "inner_group_num": 1}
+TINY_ALBERT = {
+    "model_type": "albert",
+    "embedding_size": 16,
+    "hidden_size": 32,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+    "num_hidden_groups": 1,
+    "inner_group_num": 1,
+}
 
 
 @pytest.fixture(scope="module")
 def tiny_albert(tmp_path_factory):
     root = tmp_path_factory.mktemp("albert")
-    spec = {"backend": "transformers", "modality": "text",
-            "random_init": {"seed": 0, "tokenizer": MINILM, "config": TINY_ALBERT}}
+    spec = {
+        "backend": "transformers",
+        "modality": "text",
+        "random_init": {"seed": 0, "tokenizer": MINILM, "config": TINY_ALBERT},
+    }
     info = prepare_model("tiny_albert", spec, root / "models" / "tiny_albert", root / "model.json")
     return info["path"]
 
@@ -246,15 +288,23 @@ def test_albert_layer_matrix_is_what_the_attention_block_adds_at_consensus(tiny_
     hook.remove()
     # all tokens equal: every head's output is W_O^h (W_V^h x + b_V^h), summed, plus b_O
     w = {name: getattr(att, name) for name in ("value", "dense")}
-    bias = (w["dense"].bias.detach().double().numpy()
-            + w["dense"].weight.detach().double().numpy() @ w["value"].bias.detach().double().numpy())
+    bias = (
+        w["dense"].bias.detach().double().numpy()
+        + w["dense"].weight.detach().double().numpy() @ w["value"].bias.detach().double().numpy()
+    )
     expected = F @ x.double().numpy() + bias
     np.testing.assert_allclose(captured[0][0].double().numpy(), np.tile(expected, (7, 1)), atol=1e-5)
 
 
 def test_measure_albert_records_every_step(tiny_albert):
-    records, info = al.measure_albert(tiny_albert, ["one two three four five six", "a short text"], ["a", "b"],
-                                      steps=5, max_tokens=16, show_progress=False)
+    records, info = al.measure_albert(
+        tiny_albert,
+        ["one two three four five six", "a short text"],
+        ["a", "b"],
+        steps=5,
+        max_tokens=16,
+        show_progress=False,
+    )
     assert len(records) == 2 * 6 and records["step"].tolist()[:6] == list(range(6))
     assert records.loc[records.step == 0, "kappa"].isna().all()
     later = records[records.step > 0]
@@ -268,8 +318,11 @@ def test_measure_albert_records_every_step(tiny_albert):
 def test_models_that_are_not_one_shared_layer_are_refused(tmp_path):
     with pytest.raises(al.NotSharedLayerError, match="'bert' model"):
         al.load(resolve_local(MINILM))
-    spec = {"backend": "transformers", "modality": "text",
-            "random_init": {"seed": 0, "tokenizer": MINILM, "config": {**TINY_ALBERT, "num_hidden_groups": 2}}}
+    spec = {
+        "backend": "transformers",
+        "modality": "text",
+        "random_init": {"seed": 0, "tokenizer": MINILM, "config": {**TINY_ALBERT, "num_hidden_groups": 2}},
+    }
     info = prepare_model("grouped", spec, tmp_path / "models" / "grouped", tmp_path / "model.json")
     with pytest.raises(al.NotSharedLayerError, match="num_hidden_groups=2"):
         al.load(info["path"])

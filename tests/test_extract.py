@@ -5,9 +5,9 @@ import time
 import numpy as np
 import pytest
 import torch
+from models_tiny import FAMILIES, MINILM, build
 from PIL import Image
 
-from models_tiny import FAMILIES, MINILM, build
 from rollout_equality.extract import NoAttentionError, load
 from rollout_equality.extract.transformers_backend import head_average
 from rollout_equality.measure import measure_inputs
@@ -58,7 +58,7 @@ def test_text_families_special_tokens(name, built):
 
 def test_truncation_to_max_tokens(built):
     ex = load(built["bert"], "cpu", max_tokens=8)
-    (layers, special), = ex(["one two three four five six seven eight nine ten eleven twelve"])
+    ((layers, special),) = ex(["one two three four five six seven eight nine ten eleven twelve"])
     assert layers.shape[-1] == 8 and special[0] and special[-1]
 
 
@@ -76,7 +76,17 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
     single, single_ro, _ = measure_inputs(ex, ids, inputs, model=name, dataset="d", batch_size=1)
     assert len(batched) == len(single) == 2 * len(inputs) * ex.n_layers
     for a, b in zip(batched, single):
-        for key in ("input_id", "layer", "token_set", "n_tokens", "holds", "holds_direct", "n_max_pairs", "witness_i", "witness_j"):
+        for key in (
+            "input_id",
+            "layer",
+            "token_set",
+            "n_tokens",
+            "holds",
+            "holds_direct",
+            "n_max_pairs",
+            "witness_i",
+            "witness_j",
+        ):
             assert a[key] == b[key], (key, a, b)
         for key in ("kappa", "kappa_half", "bound", "slack"):
             assert a[key] == pytest.approx(b[key], abs=1e-5)
@@ -85,8 +95,12 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
 
 
 def test_real_minilm_offline(tmp_path):
-    info = prepare_model("minilm", {"backend": "transformers", "modality": "text", "local": MINILM}, tmp_path,
-                         tmp_path / "minilm" / "model.json")
+    info = prepare_model(
+        "minilm",
+        {"backend": "transformers", "modality": "text", "local": MINILM},
+        tmp_path,
+        tmp_path / "minilm" / "model.json",
+    )
     ex = load(info, "cpu", max_tokens=128)
     assert ex.n_layers == 6 and ex.model.config.num_attention_heads == 12 and ex.model.config.hidden_size == 384
     out = ex(TEXTS)
@@ -124,8 +138,15 @@ def test_offline_download_fails_fast_with_the_ways_out(tmp_path, monkeypatch):
         prepare_model("dinov2_small", spec, tmp_path / "dinov2_small", tmp_path / "dinov2_small" / "model.json")
     assert time.perf_counter() - start < 10
     message = str(err.value)
-    for part in ("dinov2_small", "facebook/dinov2-small", "HF_HUB_OFFLINE=1", "not on disk", "snakemake download",
-                 "local:", "offline suite"):
+    for part in (
+        "dinov2_small",
+        "facebook/dinov2-small",
+        "HF_HUB_OFFLINE=1",
+        "not on disk",
+        "snakemake download",
+        "local:",
+        "offline suite",
+    ):
         assert part in message
     assert not (tmp_path / "dinov2_small" / "model.json").exists()
 
@@ -136,7 +157,12 @@ def test_bad_model_entries(tmp_path):
     with pytest.raises(ValueError, match="backend must be one of"):
         prepare_model("m", {"backend": "keras", "modality": "text", "local": "."}, tmp_path, tmp_path / "m.json")
     with pytest.raises(ModelUnavailableError, match="does not exist"):
-        prepare_model("m", {"backend": "transformers", "modality": "text", "local": str(tmp_path / "nope")}, tmp_path, tmp_path / "m.json")
+        prepare_model(
+            "m",
+            {"backend": "transformers", "modality": "text", "local": str(tmp_path / "nope")},
+            tmp_path,
+            tmp_path / "m.json",
+        )
 
 
 def test_cli_measure_on_a_text_list(tmp_path):
@@ -146,8 +172,25 @@ def test_cli_measure_on_a_text_list(tmp_path):
 
     (tmp_path / "lines.txt").write_text("\n".join(TEXTS) + "\n")
     out = tmp_path / "r.parquet"
-    code = main(["measure", "--model", MINILM, "--name", "minilm", "--modality", "text", "--texts",
-                 str(tmp_path / "lines.txt"), "--out", str(out), "--resources", str(tmp_path / "models"), "--device", "cpu"])
+    code = main(
+        [
+            "measure",
+            "--model",
+            MINILM,
+            "--name",
+            "minilm",
+            "--modality",
+            "text",
+            "--texts",
+            str(tmp_path / "lines.txt"),
+            "--out",
+            str(out),
+            "--resources",
+            str(tmp_path / "models"),
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0
     df = pd.read_parquet(out)
     assert len(df) == 3 * 6 * 2 and set(df["input_id"]) == {"line-1", "line-2", "line-3"}
@@ -160,8 +203,21 @@ def test_cli_measure_offline_hub_model_fails_with_a_message(tmp_path, monkeypatc
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     (tmp_path / "lines.txt").write_text("hello\n")
-    code = main(["measure", "--model", "FacebookAI/roberta-base", "--modality", "text", "--texts",
-                 str(tmp_path / "lines.txt"), "--out", str(tmp_path / "r.parquet"), "--resources", str(tmp_path / "m")])
+    code = main(
+        [
+            "measure",
+            "--model",
+            "FacebookAI/roberta-base",
+            "--modality",
+            "text",
+            "--texts",
+            str(tmp_path / "lines.txt"),
+            "--out",
+            str(tmp_path / "r.parquet"),
+            "--resources",
+            str(tmp_path / "m"),
+        ]
+    )
     assert code == 3
     err = capsys.readouterr().err
     assert "roberta-base" in err and "HF_HUB_OFFLINE=1" in err and "Traceback" not in err

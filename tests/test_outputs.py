@@ -16,8 +16,14 @@ from rollout_equality.io import atomic_path
 from rollout_equality.tables import baseline_latex, read_baseline, write_baseline_latex, write_csv
 
 TABLE = pd.DataFrame(
-    {"n": [4, 16], "trials": [1000, 1000], "holds": [305, 250], "rate": [0.305, 0.25],
-     "ci_low": [0.27733, 0.22416], "ci_high": [0.33415, 0.27772]}
+    {
+        "n": [4, 16],
+        "trials": [1000, 1000],
+        "holds": [305, 250],
+        "rate": [0.305, 0.25],
+        "ci_low": [0.27733, 0.22416],
+        "ci_high": [0.33415, 0.27772],
+    }
 )
 
 
@@ -93,8 +99,8 @@ def test_atomic_path_refuses_to_replace_a_non_file(tmp_path):
     with pytest.raises(ValueError, match="not a regular file"):
         with atomic_path("/dev/null"):
             pass
-    import stat
     import os
+    import stat
 
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
@@ -112,8 +118,23 @@ def test_cli_condition(tmp_path, capsys):
 def test_cli_baseline_as_a_module(tmp_path):
     out = tmp_path / "b.csv"
     res = subprocess.run(
-        [sys.executable, "-m", "rollout_equality", "baseline", "--n", "3", "5", "--trials", "40", "--seed", "1", "--out", str(out)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "rollout_equality",
+            "baseline",
+            "--n",
+            "3",
+            "5",
+            "--trials",
+            "40",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert res.returncode == 0, res.stderr
     assert read_baseline(out)["n"].tolist() == [3, 5]

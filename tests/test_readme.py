@@ -18,7 +18,7 @@ TABLES = REPO / "docs" / "offline"
 
 def paragraph(start: str) -> str:
     """The README paragraph that begins with ``start``, on one line."""
-    text = README[README.index(start):]
+    text = README[README.index(start) :]
     return " ".join(text.split("\n\n", 1)[0].split())
 
 
@@ -42,7 +42,7 @@ def test_baseline_numbers():
     for value, n in re.findall(r"(\d+)% at n = (\d+)", text):
         assert round(100 * df.loc[int(n), "rate"]) == int(value), n
     for low, high, n_lo, n_hi in re.findall(r"([\d.]+)–([\d.]+)% for n = (\d+)–(\d+)", text):
-        sel = df.loc[int(n_lo):int(n_hi), "rate"]
+        sel = df.loc[int(n_lo) : int(n_hi), "rate"]
         assert (pct(sel.min()), pct(sel.max())) == (float(low), float(high)), (n_lo, n_hi)
 
 
@@ -82,9 +82,11 @@ def test_offline_suite_ft_transformer(rates):
         assert (f"{test.min():.{digits}f}", f"{test.max():.{digits}f}") == (low, high), name
     df = pd.read_csv(TABLES / "model_rates.csv")
     ftt = df[df["model"].str.startswith("ftt_seed")]
-    quoted = re.search(r"the condition holds for (\d+)% / (\d+)% \(Adult, content / all tokens\), "
-                       r"(\d+)–(\d+)% / (\d+)–(\d+)% \(breast cancer\) and (\d+)–(\d+)% / (\d+)–(\d+)% \(diabetes\)",
-                       text).groups()
+    quoted = re.search(
+        r"the condition holds for (\d+)% / (\d+)% \(Adult, content / all tokens\), "
+        r"(\d+)–(\d+)% / (\d+)–(\d+)% \(breast cancer\) and (\d+)–(\d+)% / (\d+)–(\d+)% \(diabetes\)",
+        text,
+    ).groups()
     quoted = list(map(int, quoted))
 
     def span(table: str, token_set: str) -> list[int]:
@@ -92,5 +94,11 @@ def test_offline_suite_ft_transformer(rates):
         return [round(100 * sel.min()), round(100 * sel.max())]
 
     adult_content, adult_all = span("adult_uci", "content")[0], span("adult_uci", "all")[0]
-    assert quoted == [adult_content, adult_all, *span("breast_cancer", "content"), *span("breast_cancer", "all"),
-                      *span("diabetes", "content"), *span("diabetes", "all")]
+    assert quoted == [
+        adult_content,
+        adult_all,
+        *span("breast_cancer", "content"),
+        *span("breast_cancer", "all"),
+        *span("diabetes", "content"),
+        *span("diabetes", "all"),
+    ]

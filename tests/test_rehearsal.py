@@ -7,7 +7,6 @@ loading, layout and plumbing, never the paper's numbers: the weights are random.
 """
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,12 +18,21 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
 from hub_rehearsal import mirror, rehearse
 
 REPO = Path(__file__).resolve().parents[1]
-PAPER_MODELS = ["dinov2_small", "dinov2_base", "dinov2_large", "dinov2_small_reg", "dinov2_base_reg", "dinov2_large_reg",
-                "deit_base", "vit_base_16", "roberta_base", "distilbert_base"]
+PAPER_MODELS = [
+    "dinov2_small",
+    "dinov2_base",
+    "dinov2_large",
+    "dinov2_small_reg",
+    "dinov2_base_reg",
+    "dinov2_large_reg",
+    "deit_base",
+    "vit_base_16",
+    "roberta_base",
+    "distilbert_base",
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +41,24 @@ def rehearsal(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("rehearsal")
     commits = rehearse.prepare(workdir)
     with mirror.serve(workdir / "mirror", workdir / "olah") as endpoint:
-        yield SimpleNamespace(workdir=workdir, commits=commits, endpoint=endpoint,
-                              config=yaml.safe_load((workdir / "config.yaml").read_text()))
+        yield SimpleNamespace(
+            workdir=workdir,
+            commits=commits,
+            endpoint=endpoint,
+            config=yaml.safe_load((workdir / "config.yaml").read_text()),
+        )
 
 
 def python(code: str, env: dict[str, str], cwd: Path, *args: str) -> dict:
     """Run ``code`` in a fresh interpreter with ``env`` (and ``sys.argv[1:] = args``); it prints one JSON object last."""
-    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=env, cwd=cwd, capture_output=True,
-                         text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -51,7 +69,8 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
     env = rehearse.environment(tmp_path, rehearsal.endpoint)
     shipped = rehearsal.config["datasets"]["imagenet_val"]
     old_style = {"path": "frgfm/imagenette", "revision": "main", "name": "320px", "split": "validation"}
-    out = python(f"""
+    out = python(
+        f"""
         import json, datasets
         from rollout_equality.data import DataUnavailableError, prepare_data
         found = {{}}
@@ -68,7 +87,10 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
         found["labels"] = sorted({{it["label"] for it in manifest["items"]}})
         found["origin"] = manifest["origin"]
         print(json.dumps(found))
-    """, env, tmp_path)
+    """,
+        env,
+        tmp_path,
+    )
     assert "Dataset scripts are no longer supported, but found imagenette.py" in out["datasets"]
     assert "loading script (imagenette.py)" in out["old"] and "refs/convert/parquet" in out["old"]
     assert "unreachable" not in out["old"]
@@ -78,8 +100,9 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
 
     # Other files asked for at the same revision: fetched, and the old ones removed (offline: refused).
     smaller = {**shipped, "n": 10}
-    smaller["source"] = {"hf_dataset": {**shipped["source"]["hf_dataset"],
-                                        "data_files": {"validation": "320px/validation/*.parquet"}}}
+    smaller["source"] = {
+        "hf_dataset": {**shipped["source"]["hf_dataset"], "data_files": {"validation": "320px/validation/*.parquet"}}
+    }
     code = f"""
         import json, os
         from rollout_equality.data import DataUnavailableError, prepare_data
@@ -116,8 +139,15 @@ def test_a_hub_model_downloads_only_its_loader_files_and_a_second_run_offline_ch
     info = online["info"]
     commit = rehearsal.commits["models/FacebookAI/roberta-base"]
     assert info["commit"] == commit and info["revision"] == "main"
-    assert sorted(info["files"]) == ["config.json", "dict.txt", "merges.txt", "model.safetensors", "tokenizer.json",
-                                     "tokenizer_config.json", "vocab.json"]
+    assert sorted(info["files"]) == [
+        "config.json",
+        "dict.txt",
+        "merges.txt",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "vocab.json",
+    ]
     assert not {"pytorch_model.bin", "tf_model.h5", "flax_model.msgpack", "rust_model.ot"} & set(online["listed"])
     assert prepare("main", rehearse.environment(tmp_path, None))["info"] == info  # HF_HUB_OFFLINE=1: from disk
 
@@ -143,16 +173,22 @@ def test_a_hub_model_downloads_only_its_loader_files_and_a_second_run_offline_ch
 
 
 def _manifests(workdir: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(workdir)): p.read_bytes()
-            for pattern in ("resources/models/*/model.json", "resources/data/*/manifest.json", "resources/tabular/*/raw.parquet")
-            for p in sorted(workdir.glob(pattern))}
+    return {
+        str(p.relative_to(workdir)): p.read_bytes()
+        for pattern in (
+            "resources/models/*/model.json",
+            "resources/data/*/manifest.json",
+            "resources/tabular/*/raw.parquet",
+        )
+        for p in sorted(workdir.glob(pattern))
+    }
 
 
 @pytest.mark.slow
 def test_the_paper_target_runs_against_the_mirror_and_downloads_again_offline(rehearsal):
     """`snakemake download`, then `all dynamics` (and `paper` with TeX), through the mirror; then `download`
     again with HF_HUB_OFFLINE=1 and no hub at all, from disk."""
-    workdir, config = rehearsal.workdir, rehearsal.config
+    workdir = rehearsal.workdir
     env = rehearse.environment(workdir, rehearsal.endpoint)
     res = rehearse.snakemake(workdir, env, "download")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
@@ -180,9 +216,15 @@ def test_the_paper_target_runs_against_the_mirror_and_downloads_again_offline(re
         assert (workdir / "paper/suite-paper.pdf").read_bytes()[:5] == b"%PDF-"
 
     # The token structure of each family, as the model declares it.
-    expected = {"dinov2_small": (257, 256), "dinov2_large": (257, 256), "dinov2_giant": (257, 256),
-                "dinov2_small_reg": (261, 256), "dinov2_large_reg": (261, 256), "deit_base": (197, 196),
-                "vit_base_16": (197, 196)}
+    expected = {
+        "dinov2_small": (257, 256),
+        "dinov2_large": (257, 256),
+        "dinov2_giant": (257, 256),
+        "dinov2_small_reg": (261, 256),
+        "dinov2_large_reg": (261, 256),
+        "deit_base": (197, 196),
+        "vit_base_16": (197, 196),
+    }
     for name, (n_all, n_content) in expected.items():
         path = workdir / f"results/records/{name}/imagenet_val.parquet"
         records = pd.read_parquet(path)
@@ -194,15 +236,29 @@ def test_the_paper_target_runs_against_the_mirror_and_downloads_again_offline(re
             assert preprocessing["image_processor"] == "BitImageProcessorPil" and preprocessing["backend"] == "pil"
         else:
             assert preprocessing["transform"] == "timm.data.create_transform"
-    vit = json.loads(pq.read_schema(workdir / "results/records/vit_base_16/imagenet_val.parquet").metadata[b"rollout_equality"])
+    vit = json.loads(
+        pq.read_schema(workdir / "results/records/vit_base_16/imagenet_val.parquet").metadata[b"rollout_equality"]
+    )
     assert vit["extraction"]["preprocessing"]["mean"] == [0.5, 0.5, 0.5]  # the original ViT's normalisation
     text = pd.read_parquet(workdir / "results/records/roberta_base/wikitext.parquet")
-    assert ((text.loc[text.token_set == "all", "n_tokens"].to_numpy() -
-             text.loc[text.token_set == "content", "n_tokens"].to_numpy()) == 2).all()  # <s> and </s>
+    assert (
+        (
+            text.loc[text.token_set == "all", "n_tokens"].to_numpy()
+            - text.loc[text.token_set == "content", "n_tokens"].to_numpy()
+        )
+        == 2
+    ).all()  # <s> and </s>
 
     # A second download, on a machine without the hub: every step re-run from disk, same results.
-    res = rehearse.snakemake(workdir, rehearse.environment(workdir, None), "download", "--forcerun", "prepare_model",
-                             "prepare_data", "fetch_table")
+    res = rehearse.snakemake(
+        workdir,
+        rehearse.environment(workdir, None),
+        "download",
+        "--forcerun",
+        "prepare_model",
+        "prepare_data",
+        "fetch_table",
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     assert _manifests(workdir) == downloaded
     assert (workdir / "REHEARSAL.md").read_text().startswith("# A rehearsal, not a result")

@@ -46,7 +46,9 @@ def env_pins() -> dict[str, dict[str, str]]:
     pins = {}
     for path in sorted((REPO / "envs").glob("*.yaml")):
         deps = yaml.safe_load(path.read_text())["dependencies"]
-        flat = [d for d in deps if isinstance(d, str)] + [p for d in deps if isinstance(d, dict) for p in d.get("pip", [])]
+        flat = [d for d in deps if isinstance(d, str)] + [
+            p for d in deps if isinstance(d, dict) for p in d.get("pip", [])
+        ]
         pins[path.name] = {}
         for dep in flat:
             m = re.match(r"([A-Za-z0-9_.-]+) *>=([\d.]+)", dep)

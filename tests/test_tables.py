@@ -19,12 +19,32 @@ def synthetic_records():
         for layer in range(4):
             for ts in ("content", "all"):
                 h = ts == "content" or layer < 3
-                rows.append({"model": "dinov2_small", "dataset": "imagenet_val", "input_id": f"x{i}", "layer": layer,
-                             "n_layers": 4, "token_set": ts, "holds": h, "holds_direct": h})
+                rows.append(
+                    {
+                        "model": "dinov2_small",
+                        "dataset": "imagenet_val",
+                        "input_id": f"x{i}",
+                        "layer": layer,
+                        "n_layers": 4,
+                        "token_set": ts,
+                        "holds": h,
+                        "holds_direct": h,
+                    }
+                )
         for layer in range(3):
             h = (i * 3 + layer) % 10 < 3
-            rows.append({"model": "ftt_seed0", "dataset": "adult", "input_id": f"t{i}", "layer": layer, "n_layers": 3,
-                         "token_set": "content", "holds": h, "holds_direct": h})
+            rows.append(
+                {
+                    "model": "ftt_seed0",
+                    "dataset": "adult",
+                    "input_id": f"t{i}",
+                    "layer": layer,
+                    "n_layers": 3,
+                    "token_set": "content",
+                    "holds": h,
+                    "holds_direct": h,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -48,29 +68,57 @@ def test_depth_rates_show_late_failures():
 
 def test_claims_statuses():
     rates = model_rates(synthetic_records())
-    baseline = pd.DataFrame({"n": [3, 16, 256], "trials": 10000, "holds": [3300, 2550, 2500], "rate": [0.33, 0.255, 0.25],
-                             "ci_low": [0.32, 0.246, 0.242], "ci_high": [0.34, 0.264, 0.259]})
+    baseline = pd.DataFrame(
+        {
+            "n": [3, 16, 256],
+            "trials": 10000,
+            "holds": [3300, 2550, 2500],
+            "rate": [0.33, 0.255, 0.25],
+            "ci_low": [0.32, 0.246, 0.242],
+            "ci_high": [0.34, 0.264, 0.259],
+        }
+    )
     c = claims(rates, baseline)
     first = c.iloc[0]
-    assert first["status"] == "reproduced" and first["ours"] == "25.0%–25.5%" and first["note"] == "n = 3: 33.0%, left out"
+    assert (
+        first["status"] == "reproduced" and first["ours"] == "25.0%–25.5%" and first["note"] == "n = 3: 33.0%, left out"
+    )
     got = {(row.claim[:10], row.subject.split(" ")[0]): row.status for row in c.itertuples()}
-    assert got[("DINOv2 (3 ", "dinov2_small")] == "reproduced"          # 100% content
-    assert got[("the same m", "dinov2_small")] == "reproduced"          # 75% [60%, 86%] meets 82–97%
+    assert got[("DINOv2 (3 ", "dinov2_small")] == "reproduced"  # 100% content
+    assert got[("the same m", "dinov2_small")] == "reproduced"  # 75% [60%, 86%] meets 82–97%
     assert got[("DINOv2 (3 ", "dinov2_base")] == "not run"
     assert got[("DeiT-B: 91", "deit_base")] == "not run"
     ftt = c[c.subject.str.startswith("ftt:adult")]
-    assert len(ftt) == 1 and ftt.iloc[0]["status"] == "reproduced"     # 30% within 11–44%
+    assert len(ftt) == 1 and ftt.iloc[0]["status"] == "reproduced"  # 30% within 11–44%
     assert c[c.subject.str.startswith("ftt:california")].iloc[0]["status"] == "not run"
     far = model_rates(synthetic_records().assign(holds=False, holds_direct=False))
-    assert claims(far, None).set_index("subject").loc["dinov2_small on imagenet_val"].iloc[0]["status"] == "not reproduced"
+    assert (
+        claims(far, None).set_index("subject").loc["dinov2_small on imagenet_val"].iloc[0]["status"] == "not reproduced"
+    )
 
 
 def test_rollout_summary():
-    ro = pd.DataFrame({"model": "m", "dataset": "d", "input_id": ["a", "a", "b", "b"], "token_set": "all", "n_tokens": 5,
-                       "depth": [0, 1, 0, 1], "n_layers": 2, "kappa_rollout": [0.9, 0.5, 0.9, 0.7],
-                       "product_kappa_half": [0.9, 0.5, 0.9, 0.8], "product_bound": [0.95, 0.6, 0.95, 0.9]})
+    ro = pd.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "input_id": ["a", "a", "b", "b"],
+            "token_set": "all",
+            "n_tokens": 5,
+            "depth": [0, 1, 0, 1],
+            "n_layers": 2,
+            "kappa_rollout": [0.9, 0.5, 0.9, 0.7],
+            "product_kappa_half": [0.9, 0.5, 0.9, 0.8],
+            "product_bound": [0.95, 0.6, 0.95, 0.9],
+        }
+    )
     s = rollout_summary(ro).iloc[0]
-    assert s["inputs"] == 2 and s["kappa_rollout"] == pytest.approx(0.6) and s["tight_half"] == 0.5 and s["tight_bound"] == 0
+    assert (
+        s["inputs"] == 2
+        and s["kappa_rollout"] == pytest.approx(0.6)
+        and s["tight_half"] == 0.5
+        and s["tight_bound"] == 0
+    )
 
 
 def test_latex_tables_parse_and_compile(tmp_path):
@@ -82,8 +130,10 @@ def test_latex_tables_parse_and_compile(tmp_path):
     write_latex(rates, tmp_path / "rates.tex", "records")
     if shutil.which("pdflatex") is None:
         pytest.skip("pdflatex not installed: parsed only")
-    (tmp_path / "doc.tex").write_text("\\documentclass{article}\\usepackage{booktabs}\\usepackage[utf8]{inputenc}"
-                                      "\\begin{document}\\input{claims}\\input{rates}\\end{document}\n")
+    (tmp_path / "doc.tex").write_text(
+        "\\documentclass{article}\\usepackage{booktabs}\\usepackage[utf8]{inputenc}"
+        "\\begin{document}\\input{claims}\\input{rates}\\end{document}\n"
+    )
     res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "doc.tex"], cwd=tmp_path, capture_output=True)
     assert res.returncode == 0, res.stdout[-3000:]
 
@@ -105,15 +155,24 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
             r, o = analyse_input(layers, special, model=model, dataset="d", input_id=f"x{i}")
             rows += r
             ro += o
-        path, rollout_file = tmp_path / "records" / model / "d.parquet", tmp_path / "records" / model / "d.rollout.parquet"
+        path, rollout_file = (
+            tmp_path / "records" / model / "d.parquet",
+            tmp_path / "records" / model / "d.rollout.parquet",
+        )
         write_records(path, rollout_file, rows, ro, {})
         paths.append(path)
         rollouts.append(rollout_file)
     dump = tmp_path / "attention" / "m1" / "d.npz"
     dump.parent.mkdir(parents=True)
-    np.savez(dump, model=np.array("m1"), dataset=np.array("d"),
-             **{"x0/attention": layers.astype(np.float32), "x0/special": special})
-    out = {f"{name}_{ext}": tmp_path / "figs" / f"{name}.{ext}" for name in figures.SUITE_FIGURES for ext in ("pdf", "png")}
+    np.savez(
+        dump,
+        model=np.array("m1"),
+        dataset=np.array("d"),
+        **{"x0/attention": layers.astype(np.float32), "x0/special": special},
+    )
+    out = {
+        f"{name}_{ext}": tmp_path / "figs" / f"{name}.{ext}" for name in figures.SUITE_FIGURES for ext in ("pdf", "png")
+    }
     written = figures.write_suite_figures(paths, rollouts, [dump], out)
     assert len(written) == 8 and all(p.stat().st_size > 1000 for p in written)
     monkeypatch.setattr(_shutil, "which", lambda name: None)
@@ -125,17 +184,29 @@ def test_late_failure_claim_and_ftt_table():
     from rollout_equality.tables import depth_profile, ftt_table
 
     r = synthetic_records()
-    late = r.assign(model=r["model"].replace({"dinov2_small": "vit_base_16"}), token_set=r["token_set"].replace({"content": "x", "all": "content"}))
+    late = r.assign(
+        model=r["model"].replace({"dinov2_small": "vit_base_16"}),
+        token_set=r["token_set"].replace({"content": "x", "all": "content"}),
+    )
     c = claims(model_rates(late), None, depth_rates(late))
-    row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[0]
+    row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[
+        0
+    ]
     assert row["status"] == "reproduced" and row["ours"] == "first layer below 99% at depth 1.00"
     early = late.copy()
     early.loc[(early["model"] == "vit_base_16") & (early["layer"] == 0), "holds"] = False
     c = claims(model_rates(early), None, depth_rates(early))
-    row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[0]
+    row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[
+        0
+    ]
     assert row["status"] == "not reproduced" and row["ours"] == "first layer below 99% at depth 0.00"
-    assert depth_profile(depth_rates(r)).set_index(["model", "token_set"]).loc[("dinov2_small", "all")].iloc[-1] == "100 100 100 0"
-    scores = pd.DataFrame({"dataset": ["adult"], "seed": [0], "metric": ["accuracy"], "test": [0.86], "published": [0.86]})
+    assert (
+        depth_profile(depth_rates(r)).set_index(["model", "token_set"]).loc[("dinov2_small", "all")].iloc[-1]
+        == "100 100 100 0"
+    )
+    scores = pd.DataFrame(
+        {"dataset": ["adult"], "seed": [0], "metric": ["accuracy"], "test": [0.86], "published": [0.86]}
+    )
     t = ftt_table(scores, model_rates(r))
     assert t.iloc[0]["content"] == pytest.approx(0.3) and np.isnan(t.iloc[0]["all"])
 
@@ -149,9 +220,17 @@ def test_the_paper_depends_on_every_file_main_tex_reads(tmp_path):
     main = Path(__file__).resolve().parents[1] / "paper" / "main.tex"
     rel = [str(Path(p).relative_to(main.parent)) for p in inputs(main, "offline")]
     assert len(rel) == 12 and len(set(rel)) == 12
-    assert {"tables/offline/macros.tex", "tables/baseline.tex", "figures/baseline_rate.pdf", "tables/offline/ftt.tex",
-            "tables/offline/rollout_summary.tex", "figures/offline/heatmap.pdf"} <= set(rel)
+    assert {
+        "tables/offline/macros.tex",
+        "tables/baseline.tex",
+        "figures/baseline_rate.pdf",
+        "tables/offline/ftt.tex",
+        "tables/offline/rollout_summary.tex",
+        "figures/offline/heatmap.pdf",
+    } <= set(rel)
     tex = tmp_path / "x.tex"
-    tex.write_text("% \\input{tables/\\suite/ignored}\n\\input{tables/\\suite/a}  % \\input{b}\n"
-                   "\\includegraphics[width=2cm]{figures/c.png}\\input{main}\n")
+    tex.write_text(
+        "% \\input{tables/\\suite/ignored}\n\\input{tables/\\suite/a}  % \\input{b}\n"
+        "\\includegraphics[width=2cm]{figures/c.png}\\input{main}\n"
+    )
     assert [str(Path(p).relative_to(tmp_path)) for p in inputs(tex, "s")] == ["tables/s/a.tex", "figures/c.png"]

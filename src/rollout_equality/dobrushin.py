@@ -127,7 +127,9 @@ def check_stochastic(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, name: s
     bad = ~np.isfinite(flat)
     if bad.any():
         b, i, k = np.argwhere(bad)[0]
-        raise ValueError(f"{name} has a non-finite entry ({flat[b, i, k]}) at row {i}, column {k}{_where(batch_shape, b)}")
+        raise ValueError(
+            f"{name} has a non-finite entry ({flat[b, i, k]}) at row {i}, column {k}{_where(batch_shape, b)}"
+        )
     neg = flat < 0
     if neg.any():
         b, i, k = np.argwhere(neg)[0]
@@ -225,7 +227,10 @@ class ConditionResult:
 
     def as_dict(self) -> dict[str, Any]:
         """The fields as a dict (the witness split into ``witness_i``, ``witness_j``)."""
-        d = {k: getattr(self, k) for k in ("n", "holds", "holds_direct", "kappa", "kappa_half", "bound", "slack", "n_max_pairs")}
+        d = {
+            k: getattr(self, k)
+            for k in ("n", "holds", "holds_direct", "kappa", "kappa_half", "bound", "slack", "n_max_pairs")
+        }
         w = self.witness
         if isinstance(w, np.ndarray):
             d["witness_i"], d["witness_j"] = w[..., 0], w[..., 1]
@@ -323,7 +328,9 @@ def restrict(A: Any, keep: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> n
         if len(np.unique(idx)) != len(idx):
             raise ValueError("keep indices contain duplicates")
     else:
-        raise ValueError(f"keep must be a boolean mask or 1-d integer indices; got dtype {keep_arr.dtype}, shape {keep_arr.shape}")
+        raise ValueError(
+            f"keep must be a boolean mask or 1-d integer indices; got dtype {keep_arr.dtype}, shape {keep_arr.shape}"
+        )
     if idx.size == 0:
         raise ValueError("keep selects no token; at least one token must be kept")
     block = M[..., idx[:, None], idx[None, :]]
@@ -333,9 +340,7 @@ def restrict(A: Any, keep: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> n
         pos = np.argwhere(empty)[0]
         row = idx[pos[-1]]
         where = f" of matrix {tuple(int(p) for p in pos[:-1])}" if len(pos) > 1 else ""
-        raise ValueError(
-            f"kept row {row}{where} puts no attention on the kept tokens and cannot be renormalised"
-        )
+        raise ValueError(f"kept row {row}{where} puts no attention on the kept tokens and cannot be renormalised")
     return np.ascontiguousarray(block / mass)
 
 

@@ -75,11 +75,13 @@ def _colours(models) -> dict[str, str]:
 def _row_order(pairs) -> list[tuple[str, str]]:
     """(model, dataset) pairs in reading order: by family, each trained model before its untrained
     control (``<model>_random``), FT-Transformer runs together by table and seed."""
+
     def key(pair):
         model, dataset = pair
         if model.startswith("ftt_seed"):
             return (1, dataset, "", model)
         return (0, model.removesuffix("_random"), model.endswith("_random"), dataset)
+
     return sorted(set(pairs), key=key)
 
 
@@ -147,13 +149,22 @@ def slack_figure(records: pd.DataFrame) -> plt.Figure:
         slack = g["slack"].clip(lower=floor).to_numpy()
         jitter = (np.random.default_rng(r).random(len(slack)) - 0.5) * 0.5
         ax.scatter(slack, r + jitter, s=4, alpha=0.5, color=colours[model], lw=0)
-        ax.text(1.02, r, f"{100 * g['holds'].mean():.0f}% at equality", transform=ax.get_yaxis_transform(),
-                va="center", fontsize=6.5)
+        ax.text(
+            1.02,
+            r,
+            f"{100 * g['holds'].mean():.0f}% at equality",
+            transform=ax.get_yaxis_transform(),
+            va="center",
+            fontsize=6.5,
+        )
     ax.set_yticks(range(len(rows)), [_label(*row) for row in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xscale("log")
-    ax.set_xlabel(f"slack ½(1+κ(A)) − κ(½(I+A)) per input and layer, content tokens\n"
-                  f"(values ≤ {floor:g}, equality, drawn at {floor:g})", fontsize=8)
+    ax.set_xlabel(
+        f"slack ½(1+κ(A)) − κ(½(I+A)) per input and layer, content tokens\n"
+        f"(values ≤ {floor:g}, equality, drawn at {floor:g})",
+        fontsize=8,
+    )
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(alpha=0.3, lw=0.5, axis="x")
     fig.tight_layout()
@@ -168,11 +179,14 @@ def rollout_figure(rollout: pd.DataFrame) -> plt.Figure:
     rows = _row_order(zip(data["model"], data["dataset"]))
     cols = min(len(rows), 4)
     n_rows = (len(rows) + cols - 1) // cols
-    fig, axes = plt.subplots(n_rows, cols, figsize=(2.4 * cols, 1.9 * n_rows + 0.6), squeeze=False, sharex=True,
-                             sharey=True)
+    fig, axes = plt.subplots(
+        n_rows, cols, figsize=(2.4 * cols, 1.9 * n_rows + 0.6), squeeze=False, sharex=True, sharey=True
+    )
     for ax, (model, dataset) in zip(axes.flat, rows):
         g = data[(data["model"] == model) & (data["dataset"] == dataset)]
-        ratio = g.assign(rollout=g["kappa_rollout"] / g["product_bound"], half=g["product_kappa_half"] / g["product_bound"])
+        ratio = g.assign(
+            rollout=g["kappa_rollout"] / g["product_bound"], half=g["product_kappa_half"] / g["product_bound"]
+        )
         med = ratio.groupby("depth")[["rollout", "half"]].median()
         x = med.index / max(int(g["n_layers"].iloc[0]) - 1, 1)
         ax.axhline(1, color="0.4", ls="--", lw=0.8)
@@ -182,7 +196,7 @@ def rollout_figure(rollout: pd.DataFrame) -> plt.Figure:
         ax.set_ylim(0, 1.08)
         ax.tick_params(labelsize=6)
         ax.grid(alpha=0.3, lw=0.5)
-    for ax in list(axes.flat)[len(rows):]:
+    for ax in list(axes.flat)[len(rows) :]:
         ax.set_visible(False)
     for ax in axes[-1]:
         ax.set_xlabel("normalised depth", fontsize=7)
@@ -216,8 +230,11 @@ def heatmap_figure(attention: np.ndarray, special: np.ndarray, layer: int, title
     for r, c in ((i, i), (j, j), (i, j), (j, i)):
         ax.add_patch(matplotlib.patches.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="r", lw=1.2))
     dominant = A[i, i] >= A[j, i] and A[j, j] >= A[i, j]
-    ax.set_xlabel(f"key token; red: rows {i}, {j} at maximal TV {tv[i, j]:.3f} "
-                  f"({'mutually self-dominant' if dominant else 'not self-dominant'})", fontsize=6)
+    ax.set_xlabel(
+        f"key token; red: rows {i}, {j} at maximal TV {tv[i, j]:.3f} "
+        f"({'mutually self-dominant' if dominant else 'not self-dominant'})",
+        fontsize=6,
+    )
     ax.set_ylabel("query token", fontsize=7)
     ax.set_title(title, fontsize=7)
     fig.tight_layout()
@@ -237,8 +254,9 @@ SUITE_FIGURES = ("depth", "slack", "rollout", "heatmap")
 """The figures :func:`write_suite_figures` draws; ``out`` holds ``<name>_pdf`` and ``<name>_png`` for each."""
 
 
-def write_suite_figures(record_paths: list, rollout_paths: list, dump_paths: list,
-                        out: Mapping[str, str | os.PathLike]) -> list[Path]:
+def write_suite_figures(
+    record_paths: list, rollout_paths: list, dump_paths: list, out: Mapping[str, str | os.PathLike]
+) -> list[Path]:
     """Depth, slack, rollout and heatmap figures of one suite, each as PDF and PNG at the paths in ``out``."""
     from rollout_equality.records import read_records
     from rollout_equality.tables import depth_rates
@@ -246,8 +264,11 @@ def write_suite_figures(record_paths: list, rollout_paths: list, dump_paths: lis
     paths = {name: [Path(out[f"{name}_pdf"]), Path(out[f"{name}_png"])] for name in SUITE_FIGURES}
     records = pd.concat([read_records(p) for p in record_paths], ignore_index=True)
     rollout = pd.concat([read_records(p) for p in rollout_paths], ignore_index=True)
-    for name, fig in (("depth", depth_figure(depth_rates(records))), ("slack", slack_figure(records)),
-                      ("rollout", rollout_figure(rollout))):
+    for name, fig in (
+        ("depth", depth_figure(depth_rates(records))),
+        ("slack", slack_figure(records)),
+        ("rollout", rollout_figure(rollout)),
+    ):
         write_figure(fig, *paths[name])
     heatmap = paths["heatmap"]
     for dump_path in dump_paths:
@@ -258,14 +279,26 @@ def write_suite_figures(record_paths: list, rollout_paths: list, dump_paths: lis
             attention, special = npz[f"{ids[0]}/attention"], npz[f"{ids[0]}/special"]
             model, dataset = str(npz["model"]), str(npz["dataset"])
         layer = attention.shape[0] - 1
-        row = records[(records["model"] == model) & (records["dataset"] == dataset) & (records["input_id"] == ids[0])
-                      & (records["layer"] == layer) & (records["token_set"] == "all")].iloc[0]
+        row = records[
+            (records["model"] == model)
+            & (records["dataset"] == dataset)
+            & (records["input_id"] == ids[0])
+            & (records["layer"] == layer)
+            & (records["token_set"] == "all")
+        ].iloc[0]
         title = f"{model} on {dataset}, input {ids[0]}, last layer (all tokens): condition {'holds' if row['holds'] else 'fails'}"
         write_figure(heatmap_figure(attention, special, layer, title), *heatmap)
         break
     else:  # no model of the suite dumped attention: say so in the figure itself
         fig, ax = plt.subplots(figsize=(4, 1))
-        ax.text(0.5, 0.5, "no attention dump in this suite (extraction.dump_inputs = 0)", ha="center", va="center", fontsize=8)
+        ax.text(
+            0.5,
+            0.5,
+            "no attention dump in this suite (extraction.dump_inputs = 0)",
+            ha="center",
+            va="center",
+            fontsize=8,
+        )
         ax.axis("off")
         write_figure(fig, *heatmap)
     return [p for pair in paths.values() for p in pair]

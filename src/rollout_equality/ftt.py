@@ -71,7 +71,9 @@ def _loss(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def predict(model, arrays, part: str, device: str, batch_size: int = 4096) -> np.ndarray:
     model.eval()
     n = len(arrays[f"y_{part}"])
-    outs = [model(*_inputs(arrays, part, slice(s, s + batch_size), device)).float().cpu() for s in range(0, n, batch_size)]
+    outs = [
+        model(*_inputs(arrays, part, slice(s, s + batch_size), device)).float().cpu() for s in range(0, n, batch_size)
+    ]
     return torch.cat(outs).numpy()
 
 
@@ -85,9 +87,19 @@ def score(manifest: dict[str, Any], pred: np.ndarray, y: np.ndarray) -> tuple[st
     return "accuracy", float(np.mean(labels == y))
 
 
-def train_ftt(data_path: str | os.PathLike, manifest_path: str | os.PathLike, model_path: str | os.PathLike,
-              metrics_path: str | os.PathLike, *, seed: int, max_epochs: int, patience: int, batch_size: int = 256,
-              device: str = "cpu", published: dict | None = None) -> dict[str, Any]:
+def train_ftt(
+    data_path: str | os.PathLike,
+    manifest_path: str | os.PathLike,
+    model_path: str | os.PathLike,
+    metrics_path: str | os.PathLike,
+    *,
+    seed: int,
+    max_epochs: int,
+    patience: int,
+    batch_size: int = 256,
+    device: str = "cpu",
+    published: dict | None = None,
+) -> dict[str, Any]:
     """Train on a prepared table with the default optimiser and early stopping on validation; write the best
     state to ``model_path`` and the scores and history to ``metrics_path``."""
     manifest, arrays = load_prepared(data_path, manifest_path)
@@ -114,7 +126,11 @@ def train_ftt(data_path: str | os.PathLike, manifest_path: str | os.PathLike, mo
         signed = val if PUBLISHED_HIGHER_IS_BETTER[metric] else -val
         history.append({"epoch": epoch, "loss": loss.item(), f"val_{metric}": val})
         if signed > best["val"]:
-            best = {"val": signed, "epoch": epoch, "state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}}
+            best = {
+                "val": signed,
+                "epoch": epoch,
+                "state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+            }
         elif epoch - best["epoch"] >= patience:
             log.info("early stop at epoch %d (best %d)", epoch, best["epoch"])
             break
@@ -122,16 +138,33 @@ def train_ftt(data_path: str | os.PathLike, manifest_path: str | os.PathLike, mo
     metric, test = score(manifest, predict(model, arrays, "test", device), arrays["y_test"])
     _, val = score(manifest, predict(model, arrays, "val", device), arrays["y_val"])
     metrics = {
-        "dataset": manifest["name"], "seed": seed, "task": task, "metric": metric, "val": val, "test": test,
-        "best_epoch": best["epoch"], "epochs": len(history), "seconds_per_epoch": float(np.mean(epoch_times)),
-        "seconds_total": float(np.sum(epoch_times)), "n_train": n_train, "device": device,
-        "published": published, "history": history,
+        "dataset": manifest["name"],
+        "seed": seed,
+        "task": task,
+        "metric": metric,
+        "val": val,
+        "test": test,
+        "best_epoch": best["epoch"],
+        "epochs": len(history),
+        "seconds_per_epoch": float(np.mean(epoch_times)),
+        "seconds_total": float(np.sum(epoch_times)),
+        "n_train": n_train,
+        "device": device,
+        "published": published,
+        "history": history,
     }
     with atomic_path(model_path) as tmp:
         torch.save(best["state"], tmp)
     write_text(metrics_path, json.dumps(metrics, indent=2) + "\n")
-    log.info("%s seed %d: test %s %.4f after %d epochs (%.2f s/epoch)", manifest["name"], seed, metric, test,
-             len(history), metrics["seconds_per_epoch"])
+    log.info(
+        "%s seed %d: test %s %.4f after %d epochs (%.2f s/epoch)",
+        manifest["name"],
+        seed,
+        metric,
+        test,
+        len(history),
+        metrics["seconds_per_epoch"],
+    )
     return metrics
 
 
@@ -184,8 +217,21 @@ def block_attention(model, x_cont, x_cat, check_atol: float = 1e-5) -> torch.Ten
     return torch.stack(layers, dim=1)
 
 
-def measure_ftt(data_path, manifest_path, model_path, metrics_path, out_path, rollout_path, *, model_name: str,
-                n_inputs: int, batch_size: int = 256, device: str = "cpu", atol: float, row_sum_atol: float) -> None:
+def measure_ftt(
+    data_path,
+    manifest_path,
+    model_path,
+    metrics_path,
+    out_path,
+    rollout_path,
+    *,
+    model_name: str,
+    n_inputs: int,
+    batch_size: int = 256,
+    device: str = "cpu",
+    atol: float,
+    row_sum_atol: float,
+) -> None:
     """Records of a trained FT-Transformer on the first ``n_inputs`` test rows (layer records to ``out_path``,
     rollout records to ``rollout_path``)."""
     from rollout_equality.measure import measure_inputs
@@ -202,13 +248,28 @@ def measure_ftt(data_path, manifest_path, model_path, metrics_path, out_path, ro
         return [(layers, special) for layers in att]
 
     layer_rows, rollout_rows, _ = measure_inputs(
-        extractor, [f"test-{row:06d}" for row in range(n)], list(range(n)), model=model_name,
-        dataset=manifest["name"], batch_size=batch_size, atol=atol, row_sum_atol=row_sum_atol,
+        extractor,
+        [f"test-{row:06d}" for row in range(n)],
+        list(range(n)),
+        model=model_name,
+        dataset=manifest["name"],
+        batch_size=batch_size,
+        atol=atol,
+        row_sum_atol=row_sum_atol,
     )
     metrics = json.loads(Path(metrics_path).read_text())
-    metadata = {"model": {"name": model_name, "backend": "rtdl_revisiting_models.FTTransformer", "seed": metrics["seed"],
-                          "test_" + metrics["metric"]: metrics["test"]},
-                "dataset": {"name": manifest["name"], "sha256": manifest["sha256"], "n": n},
-                "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
-                "extraction": {"device": device, "attention": "every block recomputed from W_q, W_k; checked against the model's"}}
+    metadata = {
+        "model": {
+            "name": model_name,
+            "backend": "rtdl_revisiting_models.FTTransformer",
+            "seed": metrics["seed"],
+            "test_" + metrics["metric"]: metrics["test"],
+        },
+        "dataset": {"name": manifest["name"], "sha256": manifest["sha256"], "n": n},
+        "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
+        "extraction": {
+            "device": device,
+            "attention": "every block recomputed from W_q, W_k; checked against the model's",
+        },
+    }
     write_records(out_path, rollout_path, layer_rows, rollout_rows, metadata)

@@ -109,8 +109,10 @@ def describe(err: BaseException, what: str) -> str:
     names = {type(e).__name__ for e in _chain(err)}
     text = f"{type(err).__name__}: {err}".strip()
     if "GatedRepoError" in names:
-        return (f"{what} is gated on the hub: accept its terms on its hub page and log in (`hf auth login` or "
-                f"HF_TOKEN). ({text})")
+        return (
+            f"{what} is gated on the hub: accept its terms on its hub page and log in (`hf auth login` or "
+            f"HF_TOKEN). ({text})"
+        )
     if "RepositoryNotFoundError" in names:
         return f"{what}: the hub has no such repository (or it is private): check the id in config.yaml. ({text})"
     if "RevisionNotFoundError" in names:
@@ -118,8 +120,10 @@ def describe(err: BaseException, what: str) -> str:
     if "EntryNotFoundError" in names or "RemoteEntryNotFoundError" in names:
         return f"{what}: a file is missing from the repository at that revision. ({text})"
     if "IncompleteSnapshotError" in names and offline():
-        return (f"{what}: the copy on disk is incomplete and HF_HUB_OFFLINE=1 forbids finishing it: run the "
-                f"download again where the hub is reachable. ({text})")
+        return (
+            f"{what}: the copy on disk is incomplete and HF_HUB_OFFLINE=1 forbids finishing it: run the "
+            f"download again where the hub is reachable. ({text})"
+        )
     if connection_failure(err):
         if offline():
             return f"{what} is not on disk and HF_HUB_OFFLINE=1 forbids downloading it. ({text})"
@@ -149,10 +153,15 @@ def loader_files(repo_files: Iterable[str]) -> list[str]:
             weights = [main] + ([f for f in top if shard.fullmatch(f)] if shard else [])
             break
     if weights is None:
-        raise HubError(f"the repository holds no PyTorch weights (model.safetensors or pytorch_model.bin); files: {files}")
+        raise HubError(
+            f"the repository holds no PyTorch weights (model.safetensors or pytorch_model.bin); files: {files}"
+        )
     index_names = {main for main, _ in WEIGHT_CHOICES}
-    metadata = [f for f in top if f.endswith(METADATA_SUFFIXES) and f not in index_names
-                and not OTHER_FORMAT_INDEXES.fullmatch(f)]
+    metadata = [
+        f
+        for f in top
+        if f.endswith(METADATA_SUFFIXES) and f not in index_names and not OTHER_FORMAT_INDEXES.fullmatch(f)
+    ]
     return sorted(set(weights + metadata))
 
 
@@ -174,8 +183,16 @@ class Snapshot:
         return sum(self.files.values())
 
     def record(self) -> dict[str, Any]:
-        return {"repo_id": self.repo_id, "repo_type": self.repo_type, "revision": self.revision, "commit": self.commit,
-                "selection": self.selection, "files": self.files, "digests": self.digests, "bytes": self.size}
+        return {
+            "repo_id": self.repo_id,
+            "repo_type": self.repo_type,
+            "revision": self.revision,
+            "commit": self.commit,
+            "selection": self.selection,
+            "files": self.files,
+            "digests": self.digests,
+            "bytes": self.size,
+        }
 
 
 def _read_record(path: Path) -> dict[str, Any] | None:
@@ -219,9 +236,17 @@ def _prune(local_dir: Path, keep: Iterable[str]) -> None:
             path.rmdir()
 
 
-def snapshot(repo_id: str, revision: str, local_dir: str | os.PathLike, *, what: str, ways_out: str = "",
-             repo_type: str = "model", select: Callable[[dict[str, int], str], list[str]] | None = None,
-             selection: Any = "loader_files") -> Snapshot:
+def snapshot(
+    repo_id: str,
+    revision: str,
+    local_dir: str | os.PathLike,
+    *,
+    what: str,
+    ways_out: str = "",
+    repo_type: str = "model",
+    select: Callable[[dict[str, int], str], list[str]] | None = None,
+    selection: Any = "loader_files",
+) -> Snapshot:
     """The files of a hub repository that a loader reads, at ``revision``, in ``local_dir``.
 
     ``select(files, commit)`` chooses the files from the repository's list (name → size; default
@@ -246,21 +271,30 @@ def snapshot(repo_id: str, revision: str, local_dir: str | os.PathLike, *, what:
     local_dir = Path(local_dir)
     record_path = local_dir.with_name(local_dir.name + ".json")
     record = _read_record(record_path)
-    same = bool(record and record.get("repo_id") == repo_id and record.get("repo_type", "model") == repo_type
-                and revision in (record.get("revision"), record.get("commit"))
-                and json.dumps(record.get("selection"), sort_keys=True) == json.dumps(selection, sort_keys=True))
+    same = bool(
+        record
+        and record.get("repo_id") == repo_id
+        and record.get("repo_type", "model") == repo_type
+        and revision in (record.get("revision"), record.get("commit"))
+        and json.dumps(record.get("selection"), sort_keys=True) == json.dumps(selection, sort_keys=True)
+    )
     if same and (COMMIT.fullmatch(revision) or offline()):
         files = {k: int(v) for k, v in record["files"].items()}
         missing = _missing(local_dir, files)
         if not missing:
-            return Snapshot(local_dir, repo_id, revision, record["commit"], files, repo_type, selection,
-                            record.get("digests", {}))
+            return Snapshot(
+                local_dir, repo_id, revision, record["commit"], files, repo_type, selection, record.get("digests", {})
+            )
         if offline():
-            raise HubError(f"{what}: files {missing} under {local_dir} are missing or of the wrong size, and "
-                           f"HF_HUB_OFFLINE=1 forbids fetching them again. {ways_out}".strip())
+            raise HubError(
+                f"{what}: files {missing} under {local_dir} are missing or of the wrong size, and "
+                f"HF_HUB_OFFLINE=1 forbids fetching them again. {ways_out}".strip()
+            )
     elif offline():
-        raise HubError(f"{what} is not on disk ({record_path} records no download of this repository, revision and "
-                       f"choice of files) and HF_HUB_OFFLINE=1 forbids downloading it. {ways_out}".strip())
+        raise HubError(
+            f"{what} is not on disk ({record_path} records no download of this repository, revision and "
+            f"choice of files) and HF_HUB_OFFLINE=1 forbids downloading it. {ways_out}".strip()
+        )
     try:
         record_path.unlink(missing_ok=True)  # from here on, the folder is not trusted until checked again
         api = HfApi()
@@ -268,15 +302,30 @@ def snapshot(repo_id: str, revision: str, local_dir: str | os.PathLike, *, what:
             commit = revision
         else:  # a short probe first: an unreachable hub otherwise costs ~30 s of retries
             commit = api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=10).sha
-        entries = {f.path: f for f in api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
-                   if isinstance(f, RepoFile)}
+        entries = {
+            f.path: f
+            for f in api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
+            if isinstance(f, RepoFile)
+        }
         tree = {name: int(f.size) for name, f in entries.items()}
         wanted = sorted(select(tree, commit) if select else loader_files(tree))
         files = {f: tree[f] for f in wanted}
-        log.info("%s: %d of %d files at commit %s, %.1f MB: %s", what, len(files), len(tree), commit,
-                 sum(files.values()) / 1e6, ", ".join(wanted))
-        snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=local_dir,
-                          allow_patterns=[glob.escape(f) for f in wanted])
+        log.info(
+            "%s: %d of %d files at commit %s, %.1f MB: %s",
+            what,
+            len(files),
+            len(tree),
+            commit,
+            sum(files.values()) / 1e6,
+            ", ".join(wanted),
+        )
+        snapshot_download(
+            repo_id,
+            repo_type=repo_type,
+            revision=commit,
+            local_dir=local_dir,
+            allow_patterns=[glob.escape(f) for f in wanted],
+        )
     except HubError as err:
         raise HubError(f"{what}: {err}") from err.__cause__
     except Exception as err:  # the ways out (another machine, a local copy) help only when the hub cannot be reached
@@ -286,13 +335,17 @@ def snapshot(repo_id: str, revision: str, local_dir: str | os.PathLike, *, what:
         expected = _digest_of(entries[name])
         path = local_dir / name
         if not path.is_file() or path.stat().st_size != files[name]:
-            raise HubError(f"{what}: {name} did not arrive whole at commit {commit} (expected {files[name]} bytes); "
-                           "run the download again")
+            raise HubError(
+                f"{what}: {name} did not arrive whole at commit {commit} (expected {files[name]} bytes); "
+                "run the download again"
+            )
         if expected:
             found = file_digest(path, expected.split(":", 1)[0])
             if found != expected:
-                raise HubError(f"{what}: {path} is not the file of commit {commit} ({found}, the hub lists {expected}); "
-                               "delete it and run the download again")
+                raise HubError(
+                    f"{what}: {path} is not the file of commit {commit} ({found}, the hub lists {expected}); "
+                    "delete it and run the download again"
+                )
             digests[name] = expected
     _prune(local_dir, wanted)
     snap = Snapshot(local_dir, repo_id, revision, commit, files, repo_type, selection, digests)
@@ -318,9 +371,9 @@ def glob_regex(pattern: str) -> re.Pattern:
         elif pattern[i] == "?":
             out.append("[^/]")
             i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
             end = pattern.index("]", i + 2)
-            body = pattern[i + 1:end]
+            body = pattern[i + 1 : end]
             body = "^" + body[1:] if body.startswith("!") else body
             out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
             i = end + 1
@@ -334,13 +387,3 @@ def match_files(files: Iterable[str], patterns: str | list[str]) -> list[str]:
     """The repository files matching any of ``patterns`` (see :func:`glob_regex`), sorted."""
     regexes = [glob_regex(p) for p in ([patterns] if isinstance(patterns, str) else patterns)]
     return sorted(f for f in files if any(r.fullmatch(f) for r in regexes))
-
-
-# --- data sets ------------------------------------------------------------------------------------
-
-
-SCRIPT_REFUSED = "Dataset scripts are no longer supported"
-
-
-def is_script_refusal(err: BaseException) -> bool:
-    return any(SCRIPT_REFUSED in str(e) for e in _chain(err))

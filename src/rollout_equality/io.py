@@ -10,7 +10,6 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -58,8 +57,9 @@ def write_parquet(table, path: str | os.PathLike, metadata: dict) -> None:
 
     import pyarrow.parquet as pq
 
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           b"rollout_equality": json.dumps(metadata, sort_keys=True).encode()})
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), b"rollout_equality": json.dumps(metadata, sort_keys=True).encode()}
+    )
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
 

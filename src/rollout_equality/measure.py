@@ -59,8 +59,9 @@ def measure_inputs(
     for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
         for k, (layers, special) in enumerate(extractor(inputs[start : start + batch_size])):
             input_id = ids[start + k]
-            rows, ro = analyse_input(layers, special, model=model, dataset=dataset, input_id=input_id,
-                                     atol=atol, row_sum_atol=row_sum_atol)
+            rows, ro = analyse_input(
+                layers, special, model=model, dataset=dataset, input_id=input_id, atol=atol, row_sum_atol=row_sum_atol
+            )
             layer_rows += rows
             rollout_rows += ro
             if start + k < dump_inputs:
@@ -100,17 +101,32 @@ def measure(
     extractor = load(model_info, device, max_tokens=max_tokens, image_backend=image_backend)
     log.info("measuring %s on %s: %d inputs, batch %d, device %s", model, dataset, len(ids), batch_size, device)
     layer_rows, rollout_rows, dump = measure_inputs(
-        extractor, ids, inputs, model=model, dataset=dataset, batch_size=batch_size,
-        atol=atol, row_sum_atol=row_sum_atol, dump_inputs=dump_inputs if dump_path else 0,
+        extractor,
+        ids,
+        inputs,
+        model=model,
+        dataset=dataset,
+        batch_size=batch_size,
+        atol=atol,
+        row_sum_atol=row_sum_atol,
+        dump_inputs=dump_inputs if dump_path else 0,
     )
     metadata = {
         "model": dict(model_info),
-        "dataset": {"name": dataset, "sha256": manifest.get("sha256"), "n": manifest.get("n"),
-                    "origin": {k: v for k, v in (manifest.get("origin") or {}).items() if k != "digests"}},
+        "dataset": {
+            "name": dataset,
+            "sha256": manifest.get("sha256"),
+            "n": manifest.get("n"),
+            "origin": {k: v for k, v in (manifest.get("origin") or {}).items() if k != "digests"},
+        },
         "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
-        "extraction": {"device": device, "batch_size": batch_size, "max_tokens": max_tokens,
-                       "attention": "eager, head-averaged in float32, analysed in float64",
-                       "preprocessing": extractor.preprocessing},
+        "extraction": {
+            "device": device,
+            "batch_size": batch_size,
+            "max_tokens": max_tokens,
+            "attention": "eager, head-averaged in float32, analysed in float64",
+            "preprocessing": extractor.preprocessing,
+        },
         "versions": _versions(),
     }
     if dump_path:  # self-describing: the figures label the heatmap from it
@@ -119,8 +135,13 @@ def measure(
                 np.savez_compressed(fh, model=np.array(model), dataset=np.array(dataset), **dump)
     write_records(out_path, rollout_path, layer_rows, rollout_rows, metadata)
     holds = {ts: np.mean([r["holds"] for r in layer_rows if r["token_set"] == ts]) for ts in ("content", "all")}
-    log.info("%s on %s: condition holds in %.1f%% (content) / %.1f%% (all) of input-layer pairs",
-             model, dataset, 100 * holds["content"], 100 * holds["all"])
+    log.info(
+        "%s on %s: condition holds in %.1f%% (content) / %.1f%% (all) of input-layer pairs",
+        model,
+        dataset,
+        100 * holds["content"],
+        100 * holds["all"],
+    )
 
 
 def read_model_info(path: str | os.PathLike) -> dict[str, Any]:

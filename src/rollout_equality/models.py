@@ -77,8 +77,9 @@ def download_hub(name: str, repo_id: str, revision: str, local_dir: Path) -> hub
     the ways out.
     """
     try:
-        return hub.snapshot(repo_id, revision, local_dir, what=f"model {name!r} ({repo_id}@{revision})",
-                            ways_out=_ways_out(name))
+        return hub.snapshot(
+            repo_id, revision, local_dir, what=f"model {name!r} ({repo_id}@{revision})", ways_out=_ways_out(name)
+        )
     except hub.HubError as err:
         raise ModelUnavailableError(str(err)) from err
 
@@ -91,9 +92,9 @@ def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, o
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     if backend == "timm":
-        from rollout_equality.extract.timm_backend import save_timm
-
         import timm
+
+        from rollout_equality.extract.timm_backend import save_timm
 
         model = timm.create_model(spec["timm_name"], pretrained=False, **spec["kwargs"])
         save_timm(model, spec["timm_name"], out_dir, model_args=spec["kwargs"])
@@ -139,8 +140,13 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
         path = snap.path
         info.update(hub_id=repo_id, revision=revision, commit=snap.commit, files=snap.files, bytes=snap.size)
         if not hub.COMMIT.fullmatch(revision):
-            log.warning("model %s is not pinned: resolved %s@%s to commit %s; pin it in config.yaml",
-                        name, repo_id, revision, snap.commit)
+            log.warning(
+                "model %s is not pinned: resolved %s@%s to commit %s; pin it in config.yaml",
+                name,
+                repo_id,
+                revision,
+                snap.commit,
+            )
     elif "local" in spec:
         path = resolve_local(spec["local"])
         info.update(local=spec["local"])

@@ -46,8 +46,14 @@ def build_paper(paper_dir: str | os.PathLike, suite: str) -> Path:
     paper_dir = Path(paper_dir)
     driver = paper_dir / f"suite-{suite}.tex"
     driver.write_text(f"\\def\\suite{{{suite}}}\n\\input{{main}}\n")
-    res = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", driver.name],
-                         cwd=paper_dir, capture_output=True, text=True)
+    res = subprocess.run(
+        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", driver.name],
+        cwd=paper_dir,
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
-        raise RuntimeError(f"latexmk failed on {driver} (exit {res.returncode}):\n{res.stdout[-4000:]}{res.stderr[-2000:]}")
+        raise RuntimeError(
+            f"latexmk failed on {driver} (exit {res.returncode}):\n{res.stdout[-4000:]}{res.stderr[-2000:]}"
+        )
     return paper_dir / f"suite-{suite}.pdf"

@@ -96,7 +96,9 @@ def analyse_input(
     if layers.ndim != 3 or layers.shape[1] != layers.shape[2]:
         raise ValueError(f"{model}/{input_id}: attention must have shape (layers, n, n); got {layers.shape}")
     if special.shape != (layers.shape[1],):
-        raise ValueError(f"{model}/{input_id}: special-token mask has shape {special.shape}, attention has n = {layers.shape[1]}")
+        raise ValueError(
+            f"{model}/{input_id}: special-token mask has shape {special.shape}, attention has n = {layers.shape[1]}"
+        )
     if special.all():
         raise ValueError(f"{model}/{input_id}: every token is special; there is no content token to analyse")
     n_layers = layers.shape[0]
@@ -106,8 +108,15 @@ def analyse_input(
         n = A.shape[-1]
         res = equality_condition(A, atol=atol, row_sum_atol=row_sum_atol).as_dict()
         for layer in range(n_layers):
-            row = {"model": model, "dataset": dataset, "input_id": input_id, "layer": layer, "n_layers": n_layers,
-                   "token_set": token_set, "n_tokens": n}
+            row = {
+                "model": model,
+                "dataset": dataset,
+                "input_id": input_id,
+                "layer": layer,
+                "n_layers": n_layers,
+                "token_set": token_set,
+                "n_tokens": n,
+            }
             row.update({k: v[layer].item() for k, v in res.items() if k != "n"})
             layer_rows.append(row)
         # the products reuse the layers' κ(A) and κ(½(I+A)) computed above (rollout() recomputes them)
@@ -116,9 +125,18 @@ def analyse_input(
         product_bound = np.cumprod(res["bound"])
         for depth in range(n_layers):
             rollout_rows.append(
-                {"model": model, "dataset": dataset, "input_id": input_id, "token_set": token_set, "n_tokens": n,
-                 "depth": depth, "n_layers": n_layers, "kappa_rollout": float(kappa_rollout[depth]),
-                 "product_kappa_half": float(product_kappa_half[depth]), "product_bound": float(product_bound[depth])}
+                {
+                    "model": model,
+                    "dataset": dataset,
+                    "input_id": input_id,
+                    "token_set": token_set,
+                    "n_tokens": n,
+                    "depth": depth,
+                    "n_layers": n_layers,
+                    "kappa_rollout": float(kappa_rollout[depth]),
+                    "product_kappa_half": float(product_kappa_half[depth]),
+                    "product_bound": float(product_bound[depth]),
+                }
             )
     return layer_rows, rollout_rows
 
@@ -127,8 +145,13 @@ def _write(rows: Iterable[dict], schema: pa.Schema, path: Path, metadata: dict) 
     write_parquet(pa.Table.from_pylist(list(rows), schema=schema), path, metadata)
 
 
-def write_records(path: str | os.PathLike, rollout_path: str | os.PathLike, layer_rows: list[dict],
-                  rollout_rows: list[dict], metadata: dict) -> None:
+def write_records(
+    path: str | os.PathLike,
+    rollout_path: str | os.PathLike,
+    layer_rows: list[dict],
+    rollout_rows: list[dict],
+    metadata: dict,
+) -> None:
     """Write layer records to ``path`` and rollout records to ``rollout_path``, each atomically.
 
     The rollout file is written first, so an existing layer file always has its companion.

@@ -107,9 +107,18 @@ def ftt_scores(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
     for path in metrics_files:
         m = json.loads(Path(path).read_text())
         pub = m.get("published") or {}
-        rows.append({"dataset": m["dataset"], "seed": m["seed"], "metric": m["metric"], "test": m["test"],
-                     "published": pub.get("value") if pub.get("metric") == m["metric"] else None,
-                     "best_epoch": m["best_epoch"], "epochs": m["epochs"], "n_train": m["n_train"]})
+        rows.append(
+            {
+                "dataset": m["dataset"],
+                "seed": m["seed"],
+                "metric": m["metric"],
+                "test": m["test"],
+                "published": pub.get("value") if pub.get("metric") == m["metric"] else None,
+                "best_epoch": m["best_epoch"],
+                "epochs": m["epochs"],
+                "n_train": m["n_train"],
+            }
+        )
     return pd.DataFrame(rows).sort_values(["dataset", "seed"], kind="stable").reset_index(drop=True)
 
 
@@ -120,9 +129,18 @@ def _wilson_rows(groups, keys: list[str]) -> list[dict]:
     for key, g in groups:
         k, n = int(g["holds"].sum()), len(g)
         low, high = wilson_interval(k, n)
-        rows.append({**dict(zip(keys, key)), "inputs": int(g["input_id"].nunique()), "pairs": n, "holds": k,
-                     "rate": k / n, "ci_low": low, "ci_high": high,
-                     "agreement": float((g["holds"] == g["holds_direct"]).mean())})
+        rows.append(
+            {
+                **dict(zip(keys, key)),
+                "inputs": int(g["input_id"].nunique()),
+                "pairs": n,
+                "holds": k,
+                "rate": k / n,
+                "ci_low": low,
+                "ci_high": high,
+                "agreement": float((g["holds"] == g["holds_direct"]).mean()),
+            }
+        )
     return rows
 
 
@@ -150,23 +168,39 @@ def rollout_summary(rollout: pd.DataFrame, rtol: float = 1e-9) -> pd.DataFrame:
     last = rollout[rollout["depth"] == rollout["n_layers"] - 1]
     rows = []
     for (model, dataset, token_set), g in last.groupby(["model", "dataset", "token_set"], sort=True):
-        rows.append({
-            "model": model, "dataset": dataset, "token_set": token_set, "inputs": len(g), "n_layers": int(g["n_layers"].iloc[0]),
-            "kappa_rollout": float(g["kappa_rollout"].median()),
-            "product_kappa_half": float(g["product_kappa_half"].median()),
-            "product_bound": float(g["product_bound"].median()),
-            "tight_half": float((g["kappa_rollout"] >= g["product_kappa_half"] * (1 - rtol)).mean()),
-            "tight_bound": float((g["kappa_rollout"] >= g["product_bound"] * (1 - rtol)).mean()),
-        })
+        rows.append(
+            {
+                "model": model,
+                "dataset": dataset,
+                "token_set": token_set,
+                "inputs": len(g),
+                "n_layers": int(g["n_layers"].iloc[0]),
+                "kappa_rollout": float(g["kappa_rollout"].median()),
+                "product_kappa_half": float(g["product_kappa_half"].median()),
+                "product_bound": float(g["product_bound"].median()),
+                "tight_half": float((g["kappa_rollout"] >= g["product_kappa_half"] * (1 - rtol)).mean()),
+                "tight_bound": float((g["kappa_rollout"] >= g["product_bound"] * (1 - rtol)).mean()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 # The numbers of the abstract: (claim, token set, models or tables, low, high), rates as fractions.
 PAPER_CLAIMS = [
-    ("DINOv2 (3 sizes), RoBERTa, DistilBERT: ≈100% on content tokens", "content",
-     ["dinov2_small", "dinov2_base", "dinov2_large", "roberta_base", "distilbert_base"], 0.95, 1.0),
-    ("the same models: 82–97% with special tokens", "all",
-     ["dinov2_small", "dinov2_base", "dinov2_large", "roberta_base", "distilbert_base"], 0.82, 0.97),
+    (
+        "DINOv2 (3 sizes), RoBERTa, DistilBERT: ≈100% on content tokens",
+        "content",
+        ["dinov2_small", "dinov2_base", "dinov2_large", "roberta_base", "distilbert_base"],
+        0.95,
+        1.0,
+    ),
+    (
+        "the same models: 82–97% with special tokens",
+        "all",
+        ["dinov2_small", "dinov2_base", "dinov2_large", "roberta_base", "distilbert_base"],
+        0.82,
+        0.97,
+    ),
     ("DeiT-B: 91%", "content", ["deit_base"], 0.90, 0.92),
     ("ViT-B/16: 64%", "content", ["vit_base_16"], 0.63, 0.65),
     ("FT-Transformer on two tabular benchmarks: 11–44%", "content", ["ftt:california", "ftt:adult"], 0.11, 0.44),
@@ -197,48 +231,96 @@ def claims(rates: pd.DataFrame, baseline: pd.DataFrame | None, depth: pd.DataFra
     rows = []
     name, low, high = BASELINE_CLAIM
     if baseline is None or baseline.empty:
-        rows.append({"claim": name, "subject": "random matrices", "paper": f"{low:.0%}–{high:.0%}", "ours": "",
-                     "status": "not run", "note": "no random-baseline table"})
+        rows.append(
+            {
+                "claim": name,
+                "subject": "random matrices",
+                "paper": f"{low:.0%}–{high:.0%}",
+                "ours": "",
+                "status": "not run",
+                "note": "no random-baseline table",
+            }
+        )
     else:
         large = baseline[baseline["n"] >= 5]
         ok = all(_status(low, high, r.ci_low, r.ci_high) == "reproduced" for r in large.itertuples())
-        rows.append({"claim": name, "subject": f"n = {large['n'].min()}–{large['n'].max()}",
-                     "paper": f"{low:.0%}–{high:.0%}",
-                     "ours": f"{large['rate'].min():.1%}–{large['rate'].max():.1%}",
-                     "status": "reproduced" if ok else "not reproduced",
-                     "note": _small_n_note(baseline[baseline["n"] < 5])})
+        rows.append(
+            {
+                "claim": name,
+                "subject": f"n = {large['n'].min()}–{large['n'].max()}",
+                "paper": f"{low:.0%}–{high:.0%}",
+                "ours": f"{large['rate'].min():.1%}–{large['rate'].max():.1%}",
+                "status": "reproduced" if ok else "not reproduced",
+                "note": _small_n_note(baseline[baseline["n"] < 5]),
+            }
+        )
     for claim, token_set, subjects, low, high in PAPER_CLAIMS:
         for subject in subjects:
             if subject.startswith("ftt:"):
                 table = subject.removeprefix("ftt:")
-                sel = rates[(rates["dataset"] == table) & rates["model"].str.startswith("ftt_seed") & (rates["token_set"] == token_set)]
+                sel = rates[
+                    (rates["dataset"] == table)
+                    & rates["model"].str.startswith("ftt_seed")
+                    & (rates["token_set"] == token_set)
+                ]
             else:
                 sel = rates[(rates["model"] == subject) & (rates["token_set"] == token_set)]
             paper = f"{low:.0%}–{high:.0%}" if high - low > 0.03 else f"{(low + high) / 2:.0%}"
             if sel.empty:
-                rows.append({"claim": claim, "subject": subject, "paper": paper, "ours": "", "status": "not run",
-                             "note": "no records in this run (the paper suite needs the hub / OpenML)"})
+                rows.append(
+                    {
+                        "claim": claim,
+                        "subject": subject,
+                        "paper": paper,
+                        "ours": "",
+                        "status": "not run",
+                        "note": "no records in this run (the paper suite needs the hub / OpenML)",
+                    }
+                )
                 continue
             for r in sel.itertuples():
                 label = subject if not subject.startswith("ftt:") else f"{subject} ({r.model})"
-                rows.append({"claim": claim, "subject": f"{label} on {r.dataset}", "paper": paper,
-                             "ours": f"{r.rate:.1%} [{r.ci_low:.1%}, {r.ci_high:.1%}]",
-                             "status": _status(low, high, r.ci_low, r.ci_high), "note": f"{r.pairs} input-layer pairs"})
+                rows.append(
+                    {
+                        "claim": claim,
+                        "subject": f"{label} on {r.dataset}",
+                        "paper": paper,
+                        "ours": f"{r.rate:.1%} [{r.ci_low:.1%}, {r.ci_high:.1%}]",
+                        "status": _status(low, high, r.ci_low, r.ci_high),
+                        "note": f"{r.pairs} input-layer pairs",
+                    }
+                )
     claim, token_set, subjects = LATE_FAILURE_CLAIM
     for subject in subjects:
-        sel = pd.DataFrame() if depth is None else depth[(depth["model"] == subject) & (depth["token_set"] == token_set)]
+        sel = (
+            pd.DataFrame() if depth is None else depth[(depth["model"] == subject) & (depth["token_set"] == token_set)]
+        )
         if sel.empty:
-            rows.append({"claim": claim, "subject": subject, "paper": "late only", "ours": "", "status": "not run",
-                         "note": "no records in this run (the paper suite needs the hub / OpenML)"})
+            rows.append(
+                {
+                    "claim": claim,
+                    "subject": subject,
+                    "paper": "late only",
+                    "ours": "",
+                    "status": "not run",
+                    "note": "no records in this run (the paper suite needs the hub / OpenML)",
+                }
+            )
             continue
         for dataset, g in sel.groupby("dataset", sort=True):
             early = g[g["depth"] < 0.5]
             failing = g[g["rate"] < 0.99]
             first = failing["depth"].min() if len(failing) else None
-            rows.append({"claim": claim, "subject": f"{subject} on {dataset}", "paper": "late only",
-                         "ours": "no failures" if first is None else f"first layer below 99% at depth {first:.2f}",
-                         "status": "reproduced" if (early["rate"] >= 0.99).all() else "not reproduced",
-                         "note": f"{len(g)} layers"})
+            rows.append(
+                {
+                    "claim": claim,
+                    "subject": f"{subject} on {dataset}",
+                    "paper": "late only",
+                    "ours": "no failures" if first is None else f"first layer below 99% at depth {first:.2f}",
+                    "status": "reproduced" if (early["rate"] >= 0.99).all() else "not reproduced",
+                    "note": f"{len(g)} layers",
+                }
+            )
     return pd.DataFrame(rows, columns=["claim", "subject", "paper", "ours", "status", "note"])
 
 
@@ -261,21 +343,31 @@ def latex_tabular(df: pd.DataFrame, formats: dict[str, str] | None = None, colum
 
 def write_latex(df: pd.DataFrame, path: str | os.PathLike, source: str, **kwargs) -> None:
     """Write :func:`latex_tabular` atomically with a provenance comment."""
-    write_text(path, f"% Generated by rollout_equality.tables from {source}; do not edit.\n" + latex_tabular(df, **kwargs))
+    write_text(
+        path, f"% Generated by rollout_equality.tables from {source}; do not edit.\n" + latex_tabular(df, **kwargs)
+    )
 
 
 def depth_profile(depth: pd.DataFrame) -> pd.DataFrame:
     """Per (model, dataset, token set): the rate of every layer in order, as one line of percentages."""
     rows = []
     for (model, dataset, token_set), g in depth.groupby(["model", "dataset", "token_set"], sort=True):
-        rows.append({"model": model, "dataset": dataset, "token_set": token_set,
-                     "rate by layer (%)": " ".join(f"{100 * r:.0f}" for r in g.sort_values("layer")["rate"])})
+        rows.append(
+            {
+                "model": model,
+                "dataset": dataset,
+                "token_set": token_set,
+                "rate by layer (%)": " ".join(f"{100 * r:.0f}" for r in g.sort_values("layer")["rate"]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def ftt_table(scores: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
     """FT-Transformer per table and seed: test score, published value, condition rate on content / all tokens."""
-    r = rates[rates["model"].str.startswith("ftt_seed")].assign(seed=lambda d: d["model"].str.removeprefix("ftt_seed").astype(int))
+    r = rates[rates["model"].str.startswith("ftt_seed")].assign(
+        seed=lambda d: d["model"].str.removeprefix("ftt_seed").astype(int)
+    )
     wide = r.pivot_table(index=["dataset", "seed"], columns="token_set", values="rate")
     wide = wide.reindex(columns=["content", "all"]).reset_index()
     out = scores[["dataset", "seed", "metric", "test", "published"]].merge(wide, on=["dataset", "seed"], how="left")
@@ -283,18 +375,34 @@ def ftt_table(scores: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
 
 
 CSV_TABLES = ("claims", "rates", "depth", "rollout", "ftt")
-SUITE_TABLES = (*CSV_TABLES, *(f"html_{k}" for k in CSV_TABLES), "tex_claims", "tex_rates", "tex_depth", "tex_rollout",
-                "tex_ftt", "tex_macros")
+SUITE_TABLES = (
+    *CSV_TABLES,
+    *(f"html_{k}" for k in CSV_TABLES),
+    "tex_claims",
+    "tex_rates",
+    "tex_depth",
+    "tex_rollout",
+    "tex_ftt",
+    "tex_macros",
+)
 """The files :func:`write_suite_tables` writes, by key: CSV tables, their HTML pages (for the report), the LaTeX
 tables and the macros."""
-TABLE_TITLES = {"claims": "The abstract's claims beside ours", "rates": "Rates per model (all input-layer pairs)",
-                "depth": "Rates per layer", "rollout": "Rollout at the last layer against its bounds",
-                "ftt": "FT-Transformer: test scores and rates"}
+TABLE_TITLES = {
+    "claims": "The abstract's claims beside ours",
+    "rates": "Rates per model (all input-layer pairs)",
+    "depth": "Rates per layer",
+    "rollout": "Rollout at the last layer against its bounds",
+    "ftt": "FT-Transformer: test scores and rates",
+}
 
 
-def write_suite_tables(record_paths: list[str | os.PathLike], rollout_paths: list[str | os.PathLike],
-                       baseline_csv: str | os.PathLike | None, out: Mapping[str, str | os.PathLike],
-                       metrics_files: list[str | os.PathLike] = ()) -> pd.DataFrame:
+def write_suite_tables(
+    record_paths: list[str | os.PathLike],
+    rollout_paths: list[str | os.PathLike],
+    baseline_csv: str | os.PathLike | None,
+    out: Mapping[str, str | os.PathLike],
+    metrics_files: list[str | os.PathLike] = (),
+) -> pd.DataFrame:
     """Rates per model, per depth, rollout summary and the claims of one suite, as CSV and LaTeX.
 
     ``out`` maps every key of :data:`SUITE_TABLES` to the path to write (the rule's outputs).
@@ -317,20 +425,37 @@ def write_suite_tables(record_paths: list[str | os.PathLike], rollout_paths: lis
     def pct(value: float) -> str:
         return f"{100 * value:.1f}\\%"
 
-    write_latex(rates[["model", "dataset", "token_set", "inputs", "pairs", "rate", "ci_low", "ci_high", "agreement"]],
-                out["tex_rates"], "records", formats={"rate": pct, "ci_low": pct, "ci_high": pct, "agreement": pct},
-                column_format="lllrrrrrr")
-    write_latex(summary, out["tex_rollout"], "rollout records",
-                formats={c: "{:.3f}" for c in ("kappa_rollout", "product_kappa_half", "product_bound")}
-                | {"tight_half": pct, "tight_bound": pct}, column_format="lllrrrrrrr")
+    write_latex(
+        rates[["model", "dataset", "token_set", "inputs", "pairs", "rate", "ci_low", "ci_high", "agreement"]],
+        out["tex_rates"],
+        "records",
+        formats={"rate": pct, "ci_low": pct, "ci_high": pct, "agreement": pct},
+        column_format="lllrrrrrr",
+    )
+    write_latex(
+        summary,
+        out["tex_rollout"],
+        "rollout records",
+        formats={c: "{:.3f}" for c in ("kappa_rollout", "product_kappa_half", "product_bound")}
+        | {"tight_half": pct, "tight_bound": pct},
+        column_format="lllrrrrrrr",
+    )
     write_latex(claim_table, out["tex_claims"], "records and the random baseline", column_format="p{4.2cm}p{3.2cm}llll")
     write_latex(depth_profile(depth), out["tex_depth"], "records", column_format="lllp{7cm}")
-    ftt = ftt_table(ftt_scores(metrics_files), rates) if metrics_files else pd.DataFrame(
-        columns=["dataset", "seed", "metric", "test", "published", "content", "all"])
+    ftt = (
+        ftt_table(ftt_scores(metrics_files), rates)
+        if metrics_files
+        else pd.DataFrame(columns=["dataset", "seed", "metric", "test", "published", "content", "all"])
+    )
     write_csv(ftt, out["ftt"])
     write_html(ftt, out["html_ftt"], TABLE_TITLES["ftt"])
-    write_latex(ftt, out["tex_ftt"], "FT-Transformer metrics and records",
-                formats={"test": "{:.4f}", "content": pct, "all": pct}, column_format="lrlrrrr")
+    write_latex(
+        ftt,
+        out["tex_ftt"],
+        "FT-Transformer metrics and records",
+        formats={"test": "{:.4f}", "content": pct, "all": pct},
+        column_format="lrlrrrr",
+    )
     write_text(out["tex_macros"], macros(claim_table, baseline))
     return claim_table
 
@@ -338,16 +463,20 @@ def write_suite_tables(record_paths: list[str | os.PathLike], rollout_paths: lis
 def macros(claim_table: pd.DataFrame, baseline: pd.DataFrame | None) -> str:
     """LaTeX macros holding the numbers the paper's prose quotes, so no result is typed by hand."""
     status = claim_table["status"]
-    lines = ["% Generated by rollout_equality.tables.macros; do not edit.",
-             f"\\newcommand{{\\NClaims}}{{{len(claim_table)}}}",
-             f"\\newcommand{{\\NClaimsReproduced}}{{{int((status == 'reproduced').sum())}}}",
-             f"\\newcommand{{\\NClaimsNotReproduced}}{{{int((status == 'not reproduced').sum())}}}",
-             f"\\newcommand{{\\NClaimsNotRun}}{{{int((status == 'not run').sum())}}}"]
+    lines = [
+        "% Generated by rollout_equality.tables.macros; do not edit.",
+        f"\\newcommand{{\\NClaims}}{{{len(claim_table)}}}",
+        f"\\newcommand{{\\NClaimsReproduced}}{{{int((status == 'reproduced').sum())}}}",
+        f"\\newcommand{{\\NClaimsNotReproduced}}{{{int((status == 'not reproduced').sum())}}}",
+        f"\\newcommand{{\\NClaimsNotRun}}{{{int((status == 'not run').sum())}}}",
+    ]
     if baseline is not None and not baseline.empty:
         large = baseline[baseline["n"] >= 5]
-        lines += [f"\\newcommand{{\\BaselineLow}}{{{100 * large['rate'].min():.1f}}}",
-                  f"\\newcommand{{\\BaselineHigh}}{{{100 * large['rate'].max():.1f}}}",
-                  f"\\newcommand{{\\BaselineTrials}}{{{int(baseline['trials'].iloc[0])}}}",
-                  f"\\newcommand{{\\BaselineNmin}}{{{int(large['n'].min())}}}",
-                  f"\\newcommand{{\\BaselineNmax}}{{{int(large['n'].max())}}}"]
+        lines += [
+            f"\\newcommand{{\\BaselineLow}}{{{100 * large['rate'].min():.1f}}}",
+            f"\\newcommand{{\\BaselineHigh}}{{{100 * large['rate'].max():.1f}}}",
+            f"\\newcommand{{\\BaselineTrials}}{{{int(baseline['trials'].iloc[0])}}}",
+            f"\\newcommand{{\\BaselineNmin}}{{{int(large['n'].min())}}}",
+            f"\\newcommand{{\\BaselineNmax}}{{{int(large['n'].max())}}}",
+        ]
     return "\n".join(lines) + "\n"

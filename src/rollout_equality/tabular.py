@@ -55,7 +55,9 @@ def _resolve_path(path: str) -> Path:
         try:
             located = Path(importlib.metadata.distribution(dist).locate_file(rel))
         except importlib.metadata.PackageNotFoundError as err:
-            raise FileNotFoundError(f"{path}: distribution {dist!r} is not installed (pip install --no-deps {dist})") from err
+            raise FileNotFoundError(
+                f"{path}: distribution {dist!r} is not installed (pip install --no-deps {dist})"
+            ) from err
     else:
         located = Path(path).expanduser()
     if not located.exists():
@@ -64,9 +66,11 @@ def _resolve_path(path: str) -> Path:
 
 
 def _table_ways_out(name: str, cache_dir: str | os.PathLike) -> str:
-    return (f"Ways out: run `snakemake resources/tabular/{name}/raw.parquet` (or `snakemake download`) where the "
-            f"server is reachable (the cache under {cache_dir} travels with the project directory); or use a `csv:` "
-            "source with a local copy; or run the offline suite (`snakemake --cores 2 offline`).")
+    return (
+        f"Ways out: run `snakemake resources/tabular/{name}/raw.parquet` (or `snakemake download`) where the "
+        f"server is reachable (the cache under {cache_dir} travels with the project directory); or use a `csv:` "
+        "source with a local copy; or run the offline suite (`snakemake --cores 2 offline`)."
+    )
 
 
 def _unavailable(name: str, what: str, err: Exception, cache_dir) -> TableUnavailableError:
@@ -74,12 +78,16 @@ def _unavailable(name: str, what: str, err: Exception, cache_dir) -> TableUnavai
     from rollout_equality import hub
 
     if hub.connection_failure(err):
-        return TableUnavailableError(f"tabular data set {name!r}: {what} could not be fetched, the server is "
-                                     f"unreachable ({type(err).__name__}: {err}). {_table_ways_out(name, cache_dir)}")
+        return TableUnavailableError(
+            f"tabular data set {name!r}: {what} could not be fetched, the server is "
+            f"unreachable ({type(err).__name__}: {err}). {_table_ways_out(name, cache_dir)}"
+        )
     return TableUnavailableError(f"tabular data set {name!r}: {what} could not be fetched: {type(err).__name__}: {err}")
 
 
-def fetch_openml(name: str, dataset_id: int, target: str | None, cache_dir: str | os.PathLike) -> tuple[pd.DataFrame, str]:
+def fetch_openml(
+    name: str, dataset_id: int, target: str | None, cache_dir: str | os.PathLike
+) -> tuple[pd.DataFrame, str]:
     """(table with features and target, target column) of an OpenML data set, from the cache or the server.
 
     openml-python keeps its own cache under ``cache_dir/openml`` (description, features and
@@ -95,20 +103,25 @@ def fetch_openml(name: str, dataset_id: int, target: str | None, cache_dir: str 
     openml.config.connection_n_retries = 1
     what = f"OpenML {dataset_id}"
     try:
-        dataset = openml.datasets.get_dataset(dataset_id, download_data=True, download_qualities=False,
-                                              download_features_meta_data=False)
+        dataset = openml.datasets.get_dataset(
+            dataset_id, download_data=True, download_qualities=False, download_features_meta_data=False
+        )
     except Exception as err:
         raise _unavailable(name, what, err, root) from err
     default = dataset.default_target_attribute
     if target is None:
         if not default or "," in default:
-            raise ValueError(f"tabular data set {name!r}: OpenML {dataset_id} ({dataset.name}) declares no single "
-                             f"default target ({default!r}); set `target:` in its config entry")
+            raise ValueError(
+                f"tabular data set {name!r}: OpenML {dataset_id} ({dataset.name}) declares no single "
+                f"default target ({default!r}); set `target:` in its config entry"
+            )
         target = default
     elif default and target != default:
-        raise ValueError(f"tabular data set {name!r}: target {target!r} is not OpenML {dataset_id}'s default target "
-                         f"{default!r} ({dataset.name}); check that this is the table and target you mean, or drop "
-                         "`target:` to use the default")
+        raise ValueError(
+            f"tabular data set {name!r}: target {target!r} is not OpenML {dataset_id}'s default target "
+            f"{default!r} ({dataset.name}); check that this is the table and target you mean, or drop "
+            "`target:` to use the default"
+        )
     try:
         X, y, _, _ = dataset.get_data(target=target)
     except Exception as err:
@@ -151,8 +164,13 @@ def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> t
     if "sklearn" in source:
         return load_sklearn(name, source["sklearn"], cache_dir)
     csv = source["csv"]
-    table = pd.read_csv(_resolve_path(csv["path"]), header=csv["header"], names=csv.get("names"),
-                        na_values=csv.get("na_values"), skipinitialspace=True)
+    table = pd.read_csv(
+        _resolve_path(csv["path"]),
+        header=csv["header"],
+        names=csv.get("names"),
+        na_values=csv.get("na_values"),
+        skipinitialspace=True,
+    )
     return table, csv["target"]
 
 
@@ -163,14 +181,22 @@ def split_indices(n: int, seed: int, test: float, val: float) -> dict[str, np.nd
     parts = {"test": perm[:n_test], "val": perm[n_test : n_test + n_val], "train": perm[n_test + n_val :]}
     for part, idx in parts.items():
         if len(idx) == 0:
-            raise ValueError(f"the {part} split is empty ({n} rows, test={test}, val={val}); use a larger table or other fractions")
+            raise ValueError(
+                f"the {part} split is empty ({n} rows, test={test}, val={val}); use a larger table or other fractions"
+            )
     return {k: np.sort(v) for k, v in parts.items()}
 
 
 def _feature_columns(name: str, X: pd.DataFrame) -> tuple[list[str], list[str]]:
     """(numerical, categorical) columns: categorical are category, bool and string columns."""
-    cat_cols = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(X[c])
-                or pd.api.types.is_string_dtype(X[c]) or X[c].dtype == object]
+    cat_cols = [
+        c
+        for c in X.columns
+        if isinstance(X[c].dtype, pd.CategoricalDtype)
+        or pd.api.types.is_bool_dtype(X[c])
+        or pd.api.types.is_string_dtype(X[c])
+        or X[c].dtype == object
+    ]
     cont_cols = [c for c in X.columns if c not in cat_cols]
     bad = [c for c in cont_cols if not pd.api.types.is_numeric_dtype(X[c])]
     if bad:
@@ -178,8 +204,9 @@ def _feature_columns(name: str, X: pd.DataFrame) -> tuple[list[str], list[str]]:
     return cont_cols, cat_cols
 
 
-def _handle_missing(name: str, X: pd.DataFrame, y: pd.Series, target: str, missing: str,
-                    cont_cols: list[str], cat_cols: list[str]) -> tuple[pd.DataFrame, pd.Series]:
+def _handle_missing(
+    name: str, X: pd.DataFrame, y: pd.Series, target: str, missing: str, cont_cols: list[str], cat_cols: list[str]
+) -> tuple[pd.DataFrame, pd.Series]:
     """Apply the ``missing`` policy (error, drop_rows, category); the target may have no missing value."""
     if y.isna().any():
         raise ValueError(f"tabular data set {name!r}: the target {target!r} has {int(y.isna().sum())} missing values")
@@ -203,8 +230,12 @@ def _numerical(cont: np.ndarray, parts: dict[str, np.ndarray], seed: int) -> dic
 
     train = cont[parts["train"]]
     noise = np.random.default_rng(seed).normal(0.0, 1e-5, train.shape) * train.std(axis=0, keepdims=True)
-    qt = QuantileTransformer(output_distribution="normal", n_quantiles=max(min(len(train) // 30, 1000), 10),
-                             subsample=10**9, random_state=seed).fit(train + noise)
+    qt = QuantileTransformer(
+        output_distribution="normal",
+        n_quantiles=max(min(len(train) // 30, 1000), 10),
+        subsample=10**9,
+        random_state=seed,
+    ).fit(train + noise)
     return {f"x_cont_{part}": qt.transform(cont[idx]).astype(np.float32) for part, idx in parts.items()}
 
 
@@ -229,8 +260,10 @@ def _targets(name: str, y: pd.Series, task: str, parts: dict[str, np.ndarray]) -
     if task == "regression":
         values = y.to_numpy(dtype=np.float64)
         mean, std = float(values[parts["train"]].mean()), float(values[parts["train"]].std())
-        return {f"y_{part}": ((values[idx] - mean) / std).astype(np.float32) for part, idx in parts.items()}, \
-            {"mean": mean, "std": std}
+        return {f"y_{part}": ((values[idx] - mean) / std).astype(np.float32) for part, idx in parts.items()}, {
+            "mean": mean,
+            "std": std,
+        }
     labels = y.astype(str).str.strip().str.rstrip(".")
     classes = sorted(labels.iloc[parts["train"]].unique())
     if task == "binclass" and len(classes) != 2:
@@ -239,18 +272,31 @@ def _targets(name: str, y: pd.Series, task: str, parts: dict[str, np.ndarray]) -
     if unseen:
         raise ValueError(f"tabular data set {name!r}: labels {unseen} occur outside train only")
     lookup = {c: i for i, c in enumerate(classes)}
-    return {f"y_{part}": labels.iloc[idx].map(lookup).to_numpy(dtype=np.int64) for part, idx in parts.items()}, \
-        {"classes": classes}
+    return {f"y_{part}": labels.iloc[idx].map(lookup).to_numpy(dtype=np.int64) for part, idx in parts.items()}, {
+        "classes": classes
+    }
 
 
-def prepare_tabular(name: str, spec: dict[str, Any], raw: pd.DataFrame, target: str, data_path: str | os.PathLike,
-                    manifest_path: str | os.PathLike, *, seed: int, test: float, val: float) -> dict[str, Any]:
+def prepare_tabular(
+    name: str,
+    spec: dict[str, Any],
+    raw: pd.DataFrame,
+    target: str,
+    data_path: str | os.PathLike,
+    manifest_path: str | os.PathLike,
+    *,
+    seed: int,
+    test: float,
+    val: float,
+) -> dict[str, Any]:
     """Split and preprocess a raw table; write the arrays to ``data_path`` (npz) and ``manifest_path`` (JSON, last)."""
     task, missing = spec["task"], spec["missing"]
     if task not in TASKS:
         raise ValueError(f"tabular data set {name!r}: task must be one of {TASKS}; got {task!r}")
     if target not in raw.columns:
-        raise ValueError(f"tabular data set {name!r}: target column {target!r} not found; columns are {list(raw.columns)}")
+        raise ValueError(
+            f"tabular data set {name!r}: target column {target!r} not found; columns are {list(raw.columns)}"
+        )
     X, y = raw.drop(columns=[target]), raw[target]
     cont_cols, cat_cols = _feature_columns(name, X)
     X, y = _handle_missing(name, X, y, target, missing, cont_cols, cat_cols)
@@ -271,16 +317,27 @@ def prepare_tabular(name: str, spec: dict[str, Any], raw: pd.DataFrame, target: 
         with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
     manifest = {
-        "name": name, "task": task, "source": spec["source"], "seed": seed, "split": {"test": test, "val": val},
-        "n": {part: int(len(idx)) for part, idx in parts.items()}, "cont_features": cont_cols, "cat_features": cat_cols,
-        "cat_cardinalities": cardinalities, "target": target, "target_info": target_info, "missing": missing,
+        "name": name,
+        "task": task,
+        "source": spec["source"],
+        "seed": seed,
+        "split": {"test": test, "val": val},
+        "n": {part: int(len(idx)) for part, idx in parts.items()},
+        "cont_features": cont_cols,
+        "cat_features": cat_cols,
+        "cat_cardinalities": cardinalities,
+        "target": target,
+        "target_info": target_info,
+        "missing": missing,
         "sha256": {k: sha256_bytes(np.ascontiguousarray(v).tobytes()) for k, v in sorted(arrays.items())},
     }
     write_json(manifest_path, manifest, default=str)
     return manifest
 
 
-def load_prepared(data_path: str | os.PathLike, manifest_path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def load_prepared(
+    data_path: str | os.PathLike, manifest_path: str | os.PathLike
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(manifest, arrays) of a prepared table (:func:`prepare_tabular`)."""
     manifest_path = Path(manifest_path)
     if not manifest_path.exists():
@@ -298,7 +355,9 @@ def fetch_table(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike, o
 
     raw, target = load_raw(name, spec, cache_dir)
     table = pa.Table.from_pandas(raw, preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"rollout_equality_target": target.encode()})
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), b"rollout_equality_target": target.encode()}
+    )
     with atomic_path(out_path) as tmp:
         pq.write_table(table, tmp)
     log.info("%s: %d rows, %d columns, target %r", name, len(raw), raw.shape[1], target)

@@ -22,19 +22,33 @@ OUT = Path(__file__).resolve().parent / "fixtures" / "albert-base-v2"
 
 
 def main() -> None:
+    from pydoc_data.topics import topics
+
     import sentencepiece as spm
     import transformers
-    from pydoc_data.topics import topics
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         corpus = tmp / "corpus.txt"
         corpus.write_text("\n".join(topics[k] for k in sorted(topics)), encoding="utf-8")
         spm.SentencePieceTrainer.train(
-            input=str(corpus), model_prefix=str(tmp / "spiece"), vocab_size=400, model_type="unigram",
-            pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece="<pad>", unk_piece="<unk>", bos_piece="[CLS]",
-            eos_piece="[SEP]", user_defined_symbols=["[MASK]"], character_coverage=1.0,
-            normalization_rule_name="identity", minloglevel=2)
+            input=str(corpus),
+            model_prefix=str(tmp / "spiece"),
+            vocab_size=400,
+            model_type="unigram",
+            pad_id=0,
+            unk_id=1,
+            bos_id=2,
+            eos_id=3,
+            pad_piece="<pad>",
+            unk_piece="<unk>",
+            bos_piece="[CLS]",
+            eos_piece="[SEP]",
+            user_defined_symbols=["[MASK]"],
+            character_coverage=1.0,
+            normalization_rule_name="identity",
+            minloglevel=2,
+        )
         (tmp / "slow").mkdir()
         shutil.copy(tmp / "spiece.model", tmp / "slow" / "spiece.model")
         tokenizer = transformers.AlbertTokenizer.from_pretrained(tmp / "slow")

@@ -38,8 +38,12 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(mirror_root: str | os.PathLike, state_dir: str | os.PathLike, probe: str = "models/facebook/dinov2-small",
-          timeout: float = 60.0) -> Iterator[str]:
+def serve(
+    mirror_root: str | os.PathLike,
+    state_dir: str | os.PathLike,
+    probe: str = "models/facebook/dinov2-small",
+    timeout: float = 60.0,
+) -> Iterator[str]:
     """Run olah on a free loopback port over ``mirror_root``; yield its endpoint (for ``HF_ENDPOINT``).
 
     ``state_dir`` receives olah's configuration, its own repository cache and its log
@@ -59,8 +63,9 @@ def serve(mirror_root: str | os.PathLike, state_dir: str | os.PathLike, probe: s
     )
     endpoint = f"http://127.0.0.1:{port}"
     log = open(state / "olah.log", "w")
-    proc = subprocess.Popen([olah_cli(), "-c", str(state / "configs.toml")], cwd=state, stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [olah_cli(), "-c", str(state / "configs.toml")], cwd=state, stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         deadline = time.monotonic() + timeout
         kind, _, repo = probe.partition("/")

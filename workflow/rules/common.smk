@@ -55,9 +55,16 @@ SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
     "depth": "results/tables/{suite}/depth_rates.csv",
     "rollout": "results/tables/{suite}/rollout_summary.csv",
     "ftt": "results/tables/{suite}/ftt.csv",
-    **{f"html_{key}": f"results/tables/{{suite}}/{name}.html" for key, name in (
-        ("claims", "claims"), ("rates", "model_rates"), ("depth", "depth_rates"), ("rollout", "rollout_summary"),
-        ("ftt", "ftt"))},
+    **{
+        f"html_{key}": f"results/tables/{{suite}}/{name}.html"
+        for key, name in (
+            ("claims", "claims"),
+            ("rates", "model_rates"),
+            ("depth", "depth_rates"),
+            ("rollout", "rollout_summary"),
+            ("ftt", "ftt"),
+        )
+    },
     "tex_claims": "paper/tables/{suite}/claims.tex",
     "tex_rates": "paper/tables/{suite}/model_rates.tex",
     "tex_depth": "paper/tables/{suite}/depth_rates.tex",
@@ -74,22 +81,32 @@ PAPER_PDF = "paper/suite-{suite}.pdf"
 
 SIMULATIONS = {  # what simulate_dynamics writes (rollout_equality.dynamics.report)
     name: f"results/dynamics/simulations/{name}.{ext}"
-    for name, ext in (("trajectory", "csv"), ("stability", "csv"), ("basin", "csv"), ("beta_sweep", "csv"),
-                      ("info", "json"), ("tokens", "npz"))
+    for name, ext in (
+        ("trajectory", "csv"),
+        ("stability", "csv"),
+        ("basin", "csv"),
+        ("beta_sweep", "csv"),
+        ("info", "json"),
+        ("tokens", "npz"),
+    )
 }
-SIMULATION_REPORT = {"summary": "results/tables/dynamics/simulations.csv",
-                     "summary_html": "results/tables/dynamics/simulations.html",
-                     "stability": "paper/tables/dynamics/stability.tex",
-                     "basin": "paper/tables/dynamics/basin.tex",
-                     "sweep": "paper/tables/dynamics/beta_sweep.tex"}
+SIMULATION_REPORT = {
+    "summary": "results/tables/dynamics/simulations.csv",
+    "summary_html": "results/tables/dynamics/simulations.html",
+    "stability": "paper/tables/dynamics/stability.tex",
+    "basin": "paper/tables/dynamics/basin.tex",
+    "sweep": "paper/tables/dynamics/beta_sweep.tex",
+}
 SIMULATION_FIGURE = "paper/figures/dynamics/{name}.{ext}"
 ALBERT_RECORDS = "results/dynamics/albert/{model}/{dataset}.parquet"
 ALBERT_INFO = "results/dynamics/albert/{model}/{dataset}.json"
-ALBERT_REPORT = {"steps": "results/tables/dynamics/{suite}/albert_steps.csv",
-                 "steps_html": "results/tables/dynamics/{suite}/albert_steps.html",
-                 "tex": "paper/tables/dynamics/{suite}/albert.tex",
-                 "pdf": "paper/figures/dynamics/{suite}/albert.pdf",
-                 "png": "paper/figures/dynamics/{suite}/albert.png"}
+ALBERT_REPORT = {
+    "steps": "results/tables/dynamics/{suite}/albert_steps.csv",
+    "steps_html": "results/tables/dynamics/{suite}/albert_steps.html",
+    "tex": "paper/tables/dynamics/{suite}/albert.tex",
+    "pdf": "paper/figures/dynamics/{suite}/albert.pdf",
+    "png": "paper/figures/dynamics/{suite}/albert.png",
+}
 
 
 SIMULATION_FIGURES = {
@@ -101,8 +118,10 @@ SIMULATION_FIGURES = {
 
 def reported(paths, captions):
     """``paths`` with the report's caption and category on the entries ``captions`` names (key → (rst, category))."""
-    return {key: report(path, caption=f"../report/{captions[key][0]}", category=captions[key][1]) if key in captions
-            else path for key, path in paths.items()}
+    reported_paths = dict(paths)
+    for key, (rst, category) in captions.items():
+        reported_paths[key] = report(paths[key], caption=f"../report/{rst}", category=category)
+    return reported_paths
 
 
 TABLE_CAPTIONS = {f"html_{key}": ("tables.rst", "Tables") for key in ("claims", "rates", "depth", "rollout", "ftt")}

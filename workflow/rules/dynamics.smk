@@ -1,17 +1,18 @@
 # The dynamics study: simulations of self-attention dynamics on the sphere, and ALBERT's shared
 # layer applied beyond its trained depth (rollout_equality.dynamics: consensus, albert, report).
 
+
 rule simulate_dynamics:
     """The four simulation experiments: trajectories, stability of the equilibria, the bipartite basin."""
     output:
         **SIMULATIONS,
-    params:
-        specs=config["dynamics"]["simulations"],
-        seed=config["dynamics"]["seed"],
     log:
         "results/logs/simulate_dynamics.log",
     conda:
         "../../envs/core.yaml"
+    params:
+        specs=config["dynamics"]["simulations"],
+        seed=config["dynamics"]["seed"],
     script:
         "../scripts/simulate_dynamics.py"
 
@@ -22,7 +23,9 @@ rule report_simulations:
         **SIMULATIONS,
     output:
         **reported(SIMULATION_REPORT, {"summary_html": ("dynamics.rst", "Dynamics")}),
-        **reported(SIMULATION_FIGURES, {k: ("dynamics.rst", "Dynamics") for k in SIMULATION_FIGURES if k.endswith("_png")}),
+        **reported(
+            SIMULATION_FIGURES, {k: ("dynamics.rst", "Dynamics") for k in SIMULATION_FIGURES if k.endswith("_png")}
+        ),
     log:
         "results/logs/report_simulations.log",
     conda:
@@ -39,18 +42,18 @@ rule unroll_albert:
     output:
         records=ALBERT_RECORDS,
         info=ALBERT_INFO,
-    params:
-        albert=config["dynamics"]["albert"],
-        condition=config["condition"],
     log:
         "results/logs/unroll_albert/{model}/{dataset}.log",
     benchmark:
         "results/benchmarks/unroll_albert/{model}/{dataset}.tsv"
+    conda:
+        "../../envs/torch.yaml"
     threads: 2
     resources:
         mem_mb=8000,
-    conda:
-        "../../envs/torch.yaml"
+    params:
+        albert=config["dynamics"]["albert"],
+        condition=config["condition"],
     script:
         "../scripts/unroll_albert.py"
 
@@ -62,11 +65,11 @@ rule report_albert:
         info=lambda w: albert_run(w.suite, ALBERT_INFO),
     output:
         **reported(ALBERT_REPORT, {"steps_html": ("albert.rst", "Dynamics"), "png": ("albert.rst", "Dynamics")}),
-    params:
-        table_steps=config["dynamics"]["albert"]["table_steps"],
     log:
         "results/logs/report_albert/{suite}.log",
     conda:
         "../../envs/core.yaml"
+    params:
+        table_steps=config["dynamics"]["albert"]["table_steps"],
     script:
         "../scripts/report_albert.py"

@@ -9,12 +9,12 @@ rule prepare_model:
     """Make a model available locally: hub snapshot, local/package directory, or random build."""
     output:
         MODEL_INFO,
-    params:
-        spec=lambda w: config["models"][w.model],
     log:
         "results/logs/prepare_model/{model}.log",
     conda:
         "../../envs/torch.yaml"
+    params:
+        spec=lambda w: config["models"][w.model],
     script:
         "../scripts/prepare_model.py"
 
@@ -23,12 +23,12 @@ rule prepare_data:
     """Draw the data set's inputs (images or text segments) and write its manifest."""
     output:
         DATA_MANIFEST,
-    params:
-        spec=lambda w: config["datasets"][w.dataset],
     log:
         "results/logs/prepare_data/{dataset}.log",
     conda:
         "../../envs/torch.yaml"
+    params:
+        spec=lambda w: config["datasets"][w.dataset],
     script:
         "../scripts/prepare_data.py"
 
@@ -42,19 +42,19 @@ rule measure:
         records=RECORDS,
         rollout=ROLLOUT,
         dump=DUMP,
-    params:
-        extraction=config["extraction"],
-        condition=config["condition"],
     log:
         "results/logs/measure/{model}/{dataset}.log",
     benchmark:
         "results/benchmarks/measure/{model}/{dataset}.tsv"
+    conda:
+        "../../envs/torch.yaml"
     threads: 2
     resources:
         mem_mb=16000,
         gpu=lambda w: 1 if config["extraction"]["device"] != "cpu" else 0,
-    conda:
-        "../../envs/torch.yaml"
+    params:
+        extraction=config["extraction"],
+        condition=config["condition"],
     script:
         "../scripts/measure.py"
 

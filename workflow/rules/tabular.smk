@@ -6,13 +6,13 @@ rule fetch_table:
     """Fetch a table: OpenML or scikit-learn (network once, cached under resources/cache), or a CSV file."""
     output:
         TABLE_RAW,
-    params:
-        spec=lambda w: TABULAR[w.tabular],
-        cache=DOWNLOAD_CACHE,
     log:
         "results/logs/fetch_table/{tabular}.log",
     conda:
         "../../envs/torch.yaml"
+    params:
+        spec=lambda w: TABULAR[w.tabular],
+        cache=DOWNLOAD_CACHE,
     script:
         "../scripts/fetch_table.py"
 
@@ -24,13 +24,13 @@ rule prepare_tabular:
     output:
         data=TABLE_DATA,
         manifest=TABLE_MANIFEST,
-    params:
-        spec=lambda w: TABULAR[w.tabular],
-        split=config["tabular"]["split"],
     log:
         "results/logs/prepare_tabular/{tabular}.log",
     conda:
         "../../envs/torch.yaml"
+    params:
+        spec=lambda w: TABULAR[w.tabular],
+        split=config["tabular"]["split"],
     script:
         "../scripts/prepare_tabular.py"
 
@@ -43,19 +43,19 @@ rule train_ftt:
     output:
         model=FTT_MODEL,
         metrics=FTT_METRICS,
-    params:
-        training=lambda w: {**config["tabular"]["training"], **TABULAR[w.tabular].get("training", {})},
-        published=lambda w: TABULAR[w.tabular].get("published"),
     log:
         "results/logs/train_ftt/{tabular}/seed{seed}.log",
     benchmark:
         "results/benchmarks/train_ftt/{tabular}/seed{seed}.tsv"
+    conda:
+        "../../envs/torch.yaml"
     threads: 2
     resources:
         mem_mb=8000,
         gpu=lambda w: 0 if config["tabular"]["training"]["device"] == "cpu" else 1,
-    conda:
-        "../../envs/torch.yaml"
+    params:
+        training=lambda w: {**config["tabular"]["training"], **TABULAR[w.tabular].get("training", {})},
+        published=lambda w: TABULAR[w.tabular].get("published"),
     script:
         "../scripts/train_ftt.py"
 
@@ -70,15 +70,15 @@ rule measure_ftt:
     output:
         records=FTT_RECORDS,
         rollout=FTT_ROLLOUT,
+    log:
+        "results/logs/measure_ftt/{tabular}/seed{seed}.log",
+    conda:
+        "../../envs/torch.yaml"
+    threads: 2
     params:
         n_inputs=config["tabular"]["n_inputs"],
         device=config["tabular"]["training"]["device"],
         condition=config["condition"],
-    log:
-        "results/logs/measure_ftt/{tabular}/seed{seed}.log",
-    threads: 2
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/measure_ftt.py"
 

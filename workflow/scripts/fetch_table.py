@@ -1,6 +1,7 @@
 """rule fetch_table → rollout_equality.tabular.fetch_table"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
+
 from rollout_equality.io import logging_to
 from rollout_equality.tabular import fetch_table
 

@@ -14,6 +14,16 @@ from rollout_equality.io import logging_to  # noqa: E402
 torch.set_num_threads(snakemake.threads)
 with logging_to(snakemake.log[0]):
     cond, inp, out = snakemake.params.condition, snakemake.input, snakemake.output
-    measure_ftt(inp.data, inp.manifest, inp.model, inp.metrics, out.records, out.rollout,
-                model_name=f"ftt_seed{snakemake.wildcards.seed}", n_inputs=snakemake.params.n_inputs,
-                device=resolve_device(snakemake.params.device), atol=cond["atol"], row_sum_atol=cond["row_sum_atol"])
+    measure_ftt(
+        inp.data,
+        inp.manifest,
+        inp.model,
+        inp.metrics,
+        out.records,
+        out.rollout,
+        model_name=f"ftt_seed{snakemake.wildcards.seed}",
+        n_inputs=snakemake.params.n_inputs,
+        device=resolve_device(snakemake.params.device),
+        atol=cond["atol"],
+        row_sum_atol=cond["row_sum_atol"],
+    )

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import _checkout  # noqa: F401  (this checkout's library first)
+
 from rollout_equality.io import logging_to
 from rollout_equality.models import prepare_model
 

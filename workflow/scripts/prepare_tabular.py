@@ -1,11 +1,21 @@
 """rule prepare_tabular → rollout_equality.tabular.prepare_tabular"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
+
 from rollout_equality.io import logging_to
 from rollout_equality.tabular import prepare_tabular, read_table
 
 with logging_to(snakemake.log[0]):
     raw, target = read_table(snakemake.input[0])
     split = snakemake.params.split
-    prepare_tabular(snakemake.wildcards.tabular, snakemake.params.spec, raw, target, snakemake.output.data,
-                    snakemake.output.manifest, seed=split["seed"], test=split["test"], val=split["val"])
+    prepare_tabular(
+        snakemake.wildcards.tabular,
+        snakemake.params.spec,
+        raw,
+        target,
+        snakemake.output.data,
+        snakemake.output.manifest,
+        seed=split["seed"],
+        test=split["test"],
+        val=split["val"],
+    )

@@ -5,6 +5,7 @@ import os
 os.environ["NUMBA_NUM_THREADS"] = str(snakemake.threads)  # before numba is imported
 
 import _checkout  # noqa: F401,E402  (this checkout's library first)
+
 from rollout_equality.baseline import random_baseline  # noqa: E402
 from rollout_equality.io import logging_to  # noqa: E402
 from rollout_equality.tables import write_csv  # noqa: E402

@@ -6,5 +6,6 @@ from rollout_equality.dynamics.report import report_albert
 from rollout_equality.io import logging_to
 
 with logging_to(snakemake.log[0]):
-    report_albert(snakemake.input.records, snakemake.input.info, dict(snakemake.output.items()),
-                  snakemake.params.table_steps)
+    report_albert(
+        snakemake.input.records, snakemake.input.info, dict(snakemake.output.items()), snakemake.params.table_steps
+    )

@@ -1,6 +1,7 @@
 """rule summarise_records → rollout_equality.tables.summarise_records"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
+
 from rollout_equality.io import logging_to
 from rollout_equality.tables import summarise_records
 

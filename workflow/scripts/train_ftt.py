@@ -14,6 +14,15 @@ from rollout_equality.io import logging_to  # noqa: E402
 torch.set_num_threads(snakemake.threads)
 with logging_to(snakemake.log[0]):
     t, inp, out = snakemake.params.training, snakemake.input, snakemake.output
-    train_ftt(inp.data, inp.manifest, out.model, out.metrics, seed=int(snakemake.wildcards.seed),
-              max_epochs=t["max_epochs"], patience=t["patience"], batch_size=t["batch_size"],
-              device=resolve_device(t["device"]), published=snakemake.params.published)
+    train_ftt(
+        inp.data,
+        inp.manifest,
+        out.model,
+        out.metrics,
+        seed=int(snakemake.wildcards.seed),
+        max_epochs=t["max_epochs"],
+        patience=t["patience"],
+        batch_size=t["batch_size"],
+        device=resolve_device(t["device"]),
+        published=snakemake.params.published,
+    )

@@ -16,6 +16,13 @@ from rollout_equality.measure import read_model_info  # noqa: E402
 torch.set_num_threads(snakemake.threads)
 with logging_to(snakemake.log[0]):
     albert, cond = snakemake.params.albert, snakemake.params.condition
-    unroll_albert(read_model_info(snakemake.input.model), snakemake.input.data, snakemake.output.records,
-                 snakemake.output.info, steps=albert["steps"], max_tokens=albert["max_tokens"],
-                 atol=cond["atol"], row_sum_atol=cond["row_sum_atol"])
+    unroll_albert(
+        read_model_info(snakemake.input.model),
+        snakemake.input.data,
+        snakemake.output.records,
+        snakemake.output.info,
+        steps=albert["steps"],
+        max_tokens=albert["max_tokens"],
+        atol=cond["atol"],
+        row_sum_atol=cond["row_sum_atol"],
+    )

@@ -1,6 +1,7 @@
 """rule write_ftt_scores → rollout_equality.tables.write_ftt_scores"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
+
 from rollout_equality.io import logging_to
 from rollout_equality.tables import write_ftt_scores
 

@@ -1,9 +1,14 @@
 """rule write_suite_figures → rollout_equality.figures.write_suite_figures"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
+
 from rollout_equality.figures import write_suite_figures
 from rollout_equality.io import logging_to
 
 with logging_to(snakemake.log[0]):
-    write_suite_figures(list(snakemake.input.records), list(snakemake.input.rollout), list(snakemake.input.dumps),
-                        dict(snakemake.output.items()))
+    write_suite_figures(
+        list(snakemake.input.records),
+        list(snakemake.input.rollout),
+        list(snakemake.input.dumps),
+        dict(snakemake.output.items()),
+    )

@@ -1,9 +1,15 @@
 """rule write_suite_tables → rollout_equality.tables.write_suite_tables"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
+
 from rollout_equality.io import logging_to
 from rollout_equality.tables import write_suite_tables
 
 with logging_to(snakemake.log[0]):
-    write_suite_tables(list(snakemake.input.records), list(snakemake.input.rollout), snakemake.input.baseline,
-                       dict(snakemake.output.items()), metrics_files=list(snakemake.input.metrics))
+    write_suite_tables(
+        list(snakemake.input.records),
+        list(snakemake.input.rollout),
+        snakemake.input.baseline,
+        dict(snakemake.output.items()),
+        metrics_files=list(snakemake.input.metrics),
+    )

@@ -84,26 +84,39 @@ def load_hub_dataset(name: str, spec: dict[str, Any], way_out: str, local_dir: s
             readme = ""
             if "README.md" in tree:
                 with tempfile.TemporaryDirectory() as tmp:
-                    readme = Path(hf_hub_download(path, "README.md", repo_type="dataset", revision=commit,
-                                                  local_dir=tmp)).read_text(encoding="utf-8")
+                    readme = Path(
+                        hf_hub_download(path, "README.md", repo_type="dataset", revision=commit, local_dir=tmp)
+                    ).read_text(encoding="utf-8")
             patterns = _config_patterns(readme, config, split) if config else None
             source = f"configuration {config!r} of its card's `configs:` header"
         scripts = [f for f in tree if "/" not in f and f.endswith(".py")]
         if patterns is None:
-            hint = (f" It holds a loading script ({', '.join(scripts)}), which datasets >= 4 refuses: use the files "
-                    "of its parquet export instead (revision: a commit of refs/convert/parquet, with `data_files:`)."
-                    if scripts else " Name the files with `data_files: {SPLIT: PATTERN}`.")
+            hint = (
+                f" It holds a loading script ({', '.join(scripts)}), which datasets >= 4 refuses: use the files "
+                "of its parquet export instead (revision: a commit of refs/convert/parquet, with `data_files:`)."
+                if scripts
+                else " Name the files with `data_files: {SPLIT: PATTERN}`."
+            )
             raise DataUnavailableError(f"{what}: no files of split {split!r} in {source}.{hint}")
         files = hub.match_files(tree, patterns)
         if not files:
-            raise DataUnavailableError(f"{what}: {patterns} match no file of the repository at commit {commit}; "
-                                       f"its files: {sorted(tree)[:20]}")
+            raise DataUnavailableError(
+                f"{what}: {patterns} match no file of the repository at commit {commit}; its files: {sorted(tree)[:20]}"
+            )
         return files
 
     selection = {"data_files": spec.get("data_files"), "name": spec.get("name"), "split": split}
     try:
-        snap = hub.snapshot(path, revision, local_dir, what=what, ways_out=way_out, repo_type="dataset",
-                            select=select, selection=selection)
+        snap = hub.snapshot(
+            path,
+            revision,
+            local_dir,
+            what=what,
+            ways_out=way_out,
+            repo_type="dataset",
+            select=select,
+            selection=selection,
+        )
     except hub.HubError as err:
         if isinstance(err.__cause__, DataUnavailableError):
             raise err.__cause__ from None
@@ -113,11 +126,14 @@ def load_hub_dataset(name: str, spec: dict[str, Any], way_out: str, local_dir: s
     try:  # held in memory, datasets' Arrow copy in a temporary folder: nothing is written outside resources/
         files = [glob.escape(f) for f in sorted(snap.files)]
         with tempfile.TemporaryDirectory(prefix="datasets-") as cache:
-            ds = datasets.load_dataset(str(snap.path), data_files={split: files}, split=split, cache_dir=cache,
-                                       keep_in_memory=True)
+            ds = datasets.load_dataset(
+                str(snap.path), data_files={split: files}, split=split, cache_dir=cache, keep_in_memory=True
+            )
     except Exception as err:
-        raise DataUnavailableError(f"{what}: datasets could not read the downloaded files {sorted(snap.files)} "
-                                   f"under {snap.path}: {type(err).__name__}: {err}") from err
+        raise DataUnavailableError(
+            f"{what}: datasets could not read the downloaded files {sorted(snap.files)} "
+            f"under {snap.path}: {type(err).__name__}: {err}"
+        ) from err
     return ds, snap
 
 

@@ -45,7 +45,9 @@ def stratified_sample(labels: list[str], n: int, seed: int) -> list[int]:
     return chosen
 
 
-def _source(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[str], list[str], Callable[[int], Any], dict]:
+def _source(
+    source: dict[str, Any], name: str, out_dir: Path
+) -> tuple[list[str], list[str], Callable[[int], Any], dict]:
     """(references, labels, loader of item i as a PIL image, origin) of an image source.
 
     ``origin`` records where a downloaded source came from (hub commit and files); a hub data
@@ -55,7 +57,9 @@ def _source(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[str]
 
     kinds = [k for k in ("image_folder", "hf_dataset", "skimage") if k in source]
     if len(kinds) != 1:
-        raise ValueError(f"data set {name!r}: give exactly one image source (image_folder, hf_dataset, skimage); got {kinds}")
+        raise ValueError(
+            f"data set {name!r}: give exactly one image source (image_folder, hf_dataset, skimage); got {kinds}"
+        )
     if "image_folder" in source:
         root = Path(source["image_folder"]).expanduser()
         if not root.is_dir():
@@ -78,13 +82,17 @@ def _source(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[str]
 
         return [f"skimage.data.{n}" for n in names], names, load, {}
     spec = source["hf_dataset"]
-    ds, snap = load_hub_dataset(name, spec, "Or use `image_folder:` with a local ImageNet validation tree.", out_dir / "hub")
+    ds, snap = load_hub_dataset(
+        name, spec, "Or use `image_folder:` with a local ImageNet validation tree.", out_dir / "hub"
+    )
     image_field = spec["image_field"]
     label_field = spec.get("label_field", "label" if "label" in ds.column_names else None)  # None: unlabelled
     for field in (image_field, label_field):
         if field is not None and field not in ds.column_names:
-            raise ValueError(f"data set {name!r}: hub data set {spec['path']} has no column {field!r} (columns: "
-                             f"{ds.column_names}); set image_field / label_field in its config entry")
+            raise ValueError(
+                f"data set {name!r}: hub data set {spec['path']} has no column {field!r} (columns: "
+                f"{ds.column_names}); set image_field / label_field in its config entry"
+            )
     if label_field is None:
         labels = [""] * len(ds)
     else:
@@ -107,8 +115,25 @@ def prepare_images(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
         with atomic_path(out_dir / rel) as tmp:
             image.save(tmp, format="PNG")
         pixels = np.asarray(image)
-        items.append({"id": item_id, "ref": refs[idx], "label": labels[idx], "file": rel,
-                      "size": list(image.size), "sha256": sha256_bytes(pixels.tobytes())})
-    manifest = {"name": name, "modality": "image", "source": spec["source"], "n": spec["n"], "seed": spec["seed"],
-                "origin": origin, "pool_size": len(refs), "n_classes": len(set(labels)), "items": items}
+        items.append(
+            {
+                "id": item_id,
+                "ref": refs[idx],
+                "label": labels[idx],
+                "file": rel,
+                "size": list(image.size),
+                "sha256": sha256_bytes(pixels.tobytes()),
+            }
+        )
+    manifest = {
+        "name": name,
+        "modality": "image",
+        "source": spec["source"],
+        "n": spec["n"],
+        "seed": spec["seed"],
+        "origin": origin,
+        "pool_size": len(refs),
+        "n_classes": len(set(labels)),
+        "items": items,
+    }
     return write_manifest(out_dir, manifest)

@@ -35,9 +35,13 @@ def documents(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[tu
     """
     kinds = [k for k in ("files", "pydoc_topics", "hf_dataset") if k in source]
     if len(kinds) != 1:
-        raise ValueError(f"data set {name!r}: give exactly one text source (files, pydoc_topics, hf_dataset); got {kinds}")
+        raise ValueError(
+            f"data set {name!r}: give exactly one text source (files, pydoc_topics, hf_dataset); got {kinds}"
+        )
     if "files" in source:
-        paths = sorted({p for pattern in source["files"] for p in glob.glob(str(Path(pattern).expanduser()), recursive=True)})
+        paths = sorted(
+            {p for pattern in source["files"] for p in glob.glob(str(Path(pattern).expanduser()), recursive=True)}
+        )
         if not paths:
             raise FileNotFoundError(f"data set {name!r}: no file matches {source['files']}")
         return [(p, Path(p).read_text(encoding="utf-8", errors="replace")) for p in paths], {}
@@ -46,12 +50,19 @@ def documents(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[tu
 
         return [(f"pydoc_data.topics:{key}", topics[key]) for key in sorted(topics)], {}
     spec = source["hf_dataset"]
-    ds, snap = load_hub_dataset(name, spec, "Prepare it where the hub is reachable (`snakemake download`, "
-                                "e.g. on a login node), or use `files:` with local text files.", out_dir / "hub")
+    ds, snap = load_hub_dataset(
+        name,
+        spec,
+        "Prepare it where the hub is reachable (`snakemake download`, "
+        "e.g. on a login node), or use `files:` with local text files.",
+        out_dir / "hub",
+    )
     field = spec["text_field"]
     if field not in ds.column_names:
-        raise ValueError(f"data set {name!r}: hub data set {spec['path']} has no column {field!r} (columns: "
-                         f"{ds.column_names}); set text_field in its config entry")
+        raise ValueError(
+            f"data set {name!r}: hub data set {spec['path']} has no column {field!r} (columns: "
+            f"{ds.column_names}); set text_field in its config entry"
+        )
     return [(f"{spec['path']}@{snap.commit}:{i}", text) for i, text in enumerate(ds[field])], snap.record()
 
 
@@ -74,7 +85,9 @@ def prepare_text(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
     docs, origin = documents(spec["source"], name, out_dir)
     pool = segments(docs, min_words, max_words)
     if len(pool) < n:
-        raise ValueError(f"data set {name!r}: asked for n = {n} segments but the source has only {len(pool)} with >= {min_words} words")
+        raise ValueError(
+            f"data set {name!r}: asked for n = {n} segments but the source has only {len(pool)} with >= {min_words} words"
+        )
     chosen = np.random.default_rng(seed).choice(len(pool), size=n, replace=False)
     items = []
     with atomic_path(out_dir / "segments.jsonl") as tmp, open(tmp, "w", encoding="utf-8") as fh:
@@ -83,6 +96,16 @@ def prepare_text(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
             item_id = f"{name}-{k:05d}"
             fh.write(json.dumps({"id": item_id, "ref": ref, "text": text}, ensure_ascii=False) + "\n")
             items.append({"id": item_id, "ref": ref, "sha256": sha256_bytes(text.encode())})
-    manifest = {"name": name, "modality": "text", "source": spec["source"], "n": n, "seed": seed,
-                "min_words": min_words, "max_words": max_words, "origin": origin, "pool_size": len(pool), "items": items}
+    manifest = {
+        "name": name,
+        "modality": "text",
+        "source": spec["source"],
+        "n": n,
+        "seed": seed,
+        "min_words": min_words,
+        "max_words": max_words,
+        "origin": origin,
+        "pool_size": len(pool),
+        "items": items,
+    }
     return write_manifest(out_dir, manifest)

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rollout_equality.dynamics import sphere as dy
 from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition
+from rollout_equality.dynamics import sphere as dy
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,9 @@ def load(path: str | os.PathLike):
 
     config = transformers.AutoConfig.from_pretrained(path)
     if config.model_type != "albert":
-        raise NotSharedLayerError(f"{path} holds a {config.model_type!r} model; the dynamics study needs an ALBERT model")
+        raise NotSharedLayerError(
+            f"{path} holds a {config.model_type!r} model; the dynamics study needs an ALBERT model"
+        )
     model = transformers.AutoModel.from_pretrained(path, attn_implementation="eager").eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     shared_layer(model)
@@ -51,9 +53,12 @@ def shared_layer(model):
     if getattr(cfg, "num_hidden_groups", None) != 1 or getattr(cfg, "inner_group_num", None) != 1:
         raise NotSharedLayerError(
             f"the model has num_hidden_groups={getattr(cfg, 'num_hidden_groups', None)}, "
-            f"inner_group_num={getattr(cfg, 'inner_group_num', None)}: the dynamics need one shared layer (1 and 1)")
+            f"inner_group_num={getattr(cfg, 'inner_group_num', None)}: the dynamics need one shared layer (1 and 1)"
+        )
     if getattr(cfg, "_attn_implementation", "eager") != "eager":
-        raise ValueError("load the model with attn_implementation='eager': other kernels do not return attention weights")
+        raise ValueError(
+            "load the model with attn_implementation='eager': other kernels do not return attention weights"
+        )
     return model.encoder.albert_layer_groups[0]
 
 
@@ -94,12 +99,16 @@ def unroll(model, input_ids, steps: int) -> tuple[np.ndarray, np.ndarray]:
         hook.remove()
     if len(captured) != steps or any(a is None for a in captured):
         raise RuntimeError("the shared layer's attention returned no weights; is attn_implementation 'eager'?")
-    return (torch.stack(states).double().numpy(),
-            torch.cat(captured).double().numpy())
+    return (torch.stack(states).double().numpy(), torch.cat(captured).double().numpy())
 
 
-def analyse(states: np.ndarray, attentions: np.ndarray, v1: np.ndarray, atol: float = DEFAULT_ATOL,
-            row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> pd.DataFrame:
+def analyse(
+    states: np.ndarray,
+    attentions: np.ndarray,
+    v1: np.ndarray,
+    atol: float = DEFAULT_ATOL,
+    row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
+) -> pd.DataFrame:
     """Per-step rows of one unrolled input (step 0 = the layer's input: no attention there)."""
     A = attentions.mean(axis=1)
     cond = equality_condition(A, atol=atol, row_sum_atol=row_sum_atol)
@@ -109,9 +118,16 @@ def analyse(states: np.ndarray, attentions: np.ndarray, v1: np.ndarray, atol: fl
     return table
 
 
-def measure_albert(model_dir: str | os.PathLike, texts: list[str], ids: list[str], steps: int, max_tokens: int,
-                   atol: float = DEFAULT_ATOL, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
-                   show_progress: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+def measure_albert(
+    model_dir: str | os.PathLike,
+    texts: list[str],
+    ids: list[str],
+    steps: int,
+    max_tokens: int,
+    atol: float = DEFAULT_ATOL,
+    row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
+    show_progress: bool = True,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Unroll every text through ``steps`` applications of the shared layer.
 
     Returns the records (one row per input and step) and the layer's eigen-information.
@@ -127,14 +143,25 @@ def measure_albert(model_dir: str | os.PathLike, texts: list[str], ids: list[str
     principal = dy.principal_eigenpair(F, eta=1.0)
     v1 = principal["vector"]
     if not principal["dominant"]:
-        log.warning("the shared layer's λ1 = %.4g is not strictly dominant in |1 + λ| (gap %.3g)",
-                    principal["value"], principal["gap"])
+        log.warning(
+            "the shared layer's λ1 = %.4g is not strictly dominant in |1 + λ| (gap %.3g)",
+            principal["value"],
+            principal["gap"],
+        )
     values = principal["eigenvalues"]
     top = values[np.argsort(-np.abs(1 + values))[:5]]
-    info = {"lambda1": principal["value"], "dominant": principal["dominant"], "gap": principal["gap"],
-            "leading_eigenvalues": [[float(z.real), float(z.imag)] for z in top], "hidden_size": int(F.shape[0]),
-            "heads": int(model.config.num_attention_heads), "trained_depth": int(model.config.num_hidden_layers),
-            "steps": steps, "max_tokens": max_tokens, "torch": torch.__version__}
+    info = {
+        "lambda1": principal["value"],
+        "dominant": principal["dominant"],
+        "gap": principal["gap"],
+        "leading_eigenvalues": [[float(z.real), float(z.imag)] for z in top],
+        "hidden_size": int(F.shape[0]),
+        "heads": int(model.config.num_attention_heads),
+        "trained_depth": int(model.config.num_hidden_layers),
+        "steps": steps,
+        "max_tokens": max_tokens,
+        "torch": torch.__version__,
+    }
     frames = []
     for input_id, text in zip(ids, progress(texts, desc="unroll ALBERT", unit="input", disable=not show_progress)):
         tokens = tokenizer(text, truncation=True, max_length=max_tokens)["input_ids"]
@@ -155,9 +182,16 @@ def summarise(records: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def unroll_albert(model_info: dict, data_manifest: str | os.PathLike, records_path: str | os.PathLike,
-                 info_path: str | os.PathLike, steps: int, max_tokens: int, atol: float = DEFAULT_ATOL,
-                 row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> pd.DataFrame:
+def unroll_albert(
+    model_info: dict,
+    data_manifest: str | os.PathLike,
+    records_path: str | os.PathLike,
+    info_path: str | os.PathLike,
+    steps: int,
+    max_tokens: int,
+    atol: float = DEFAULT_ATOL,
+    row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
+) -> pd.DataFrame:
     """Unroll every input of a prepared text data set; write the records (Parquet, provenance in
     its metadata) and the layer's eigen-information (JSON), each atomically."""
     import pyarrow as pa
@@ -169,12 +203,25 @@ def unroll_albert(model_info: dict, data_manifest: str | os.PathLike, records_pa
     if manifest["modality"] != "text":
         raise ValueError(f"{data_manifest} holds {manifest['modality']} inputs; ALBERT reads text")
     records, info = measure_albert(model_info["path"], texts, ids, steps, max_tokens, atol, row_sum_atol)
-    info.update({"model": {k: model_info.get(k) for k in ("name", "source", "hub_id", "revision", "commit") if k in model_info},
-                 "dataset": {"name": manifest.get("name"), "n": len(ids), "sha256": manifest.get("sha256")},
-                 "condition": {"atol": atol, "row_sum_atol": row_sum_atol}})
+    info.update(
+        {
+            "model": {
+                k: model_info.get(k) for k in ("name", "source", "hub_id", "revision", "commit") if k in model_info
+            },
+            "dataset": {"name": manifest.get("name"), "n": len(ids), "sha256": manifest.get("sha256")},
+            "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
+        }
+    )
     write_parquet(pa.Table.from_pandas(records, preserve_index=False), records_path, info)
     write_json(info_path, info)
     first, last = summarise(records).iloc[[0, -1]].to_dict("records")
-    log.info("unrolled %d inputs for %d steps: mean pairwise distance %.4f -> %.4f, mean |corr(x, v1)| %.4f -> %.4f",
-             len(ids), steps, first["mean_distance"], last["mean_distance"], first["mean_abs_corr"], last["mean_abs_corr"])
+    log.info(
+        "unrolled %d inputs for %d steps: mean pairwise distance %.4f -> %.4f, mean |corr(x, v1)| %.4f -> %.4f",
+        len(ids),
+        steps,
+        first["mean_distance"],
+        last["mean_distance"],
+        first["mean_abs_corr"],
+        last["mean_abs_corr"],
+    )
     return records

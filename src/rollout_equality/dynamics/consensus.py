@@ -21,8 +21,8 @@ import logging
 import numpy as np
 import pandas as pd
 
-from rollout_equality.dynamics import sphere as dy
 from rollout_equality.dobrushin import kappa
+from rollout_equality.dynamics import sphere as dy
 from rollout_equality.io import progress
 
 log = logging.getLogger(__name__)
@@ -45,8 +45,7 @@ def build_heads(spec: dict, rng: np.random.Generator) -> dy.Heads:
     if "symmetric" in F_spec:
         F = dy.symmetric_matrix(F_spec["symmetric"], rng)
     else:
-        F = dy.matrix_with_eigenvalues(F_spec.get("real", []), F_spec.get("complex", []), rng,
-                                       F_spec["condition"])
+        F = dy.matrix_with_eigenvalues(F_spec.get("real", []), F_spec.get("complex", []), rng, F_spec["condition"])
     d = F.shape[0]
     if H == 1:
         Fh = F[None]
@@ -81,9 +80,17 @@ def stability_table(heads: dy.Heads, eta: float, beta: float, n: int, name: str)
             Y, _ = dy.step(X, heads, eta, beta)
             radius = dy.spectral_radius(dy.tangent_jacobian(X, heads, eta, beta))
             predicted = dy.consensus_spectrum(F, k, eta).max() if kind == "consensus" else np.nan
-            rows.append({"experiment": name, "equilibrium": kind, "eigenvalue": float(values[k].real),
-                         "residual": float(np.abs(Y - X).max()), "spectral_radius": radius,
-                         "predicted_radius": float(predicted), "stable": bool(radius < 1)})
+            rows.append(
+                {
+                    "experiment": name,
+                    "equilibrium": kind,
+                    "eigenvalue": float(values[k].real),
+                    "residual": float(np.abs(Y - X).max()),
+                    "spectral_radius": radius,
+                    "predicted_radius": float(predicted),
+                    "stable": bool(radius < 1),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -102,8 +109,9 @@ def split_share(counts: dict[str, int] | None) -> float:
     return (counts["returned"] + counts["bipartite"]) / sum(counts.values())
 
 
-def basin_size(heads: dy.Heads, ref: np.ndarray, v1: np.ndarray, spec: dict, eta: float, beta: float,
-               rng: np.random.Generator) -> tuple[pd.DataFrame, float, dict | None]:
+def basin_size(
+    heads: dy.Heads, ref: np.ndarray, v1: np.ndarray, spec: dict, eta: float, beta: float, rng: np.random.Generator
+) -> tuple[pd.DataFrame, float, dict | None]:
     """Where perturbations of the bipartite state ``ref`` end, per geodesic radius in ``spec["radii"]``
     (``spec["trials"]`` runs of ``spec["steps"]`` steps each); the basin radius (largest radius with
     at least half the runs back); and, with ``spec["uniform_starts"]``, where runs from uniformly
@@ -140,11 +148,24 @@ def run_experiment(name: str, spec: dict, seed: int) -> dict[str, pd.DataFrame |
     principal = dy.principal_eigenpair(F, eta)
     v1 = principal["vector"]
     if not principal["dominant"]:
-        log.warning("%s: λ1 = %.4g is not strictly dominant (gap %.3g): consensus on v1 is not predicted to be stable",
-                    name, principal["value"], principal["gap"])
-    info = {"experiment": name, "n": n, "d": heads.dim, "heads": heads.n_heads, "eta": eta, "beta": beta,
-            "lambda1": principal["value"], "dominant": principal["dominant"], "gap": principal["gap"],
-            "eigenvalues": [[float(z.real), float(z.imag)] for z in principal["eigenvalues"]]}
+        log.warning(
+            "%s: λ1 = %.4g is not strictly dominant (gap %.3g): consensus on v1 is not predicted to be stable",
+            name,
+            principal["value"],
+            principal["gap"],
+        )
+    info = {
+        "experiment": name,
+        "n": n,
+        "d": heads.dim,
+        "heads": heads.n_heads,
+        "eta": eta,
+        "beta": beta,
+        "lambda1": principal["value"],
+        "dominant": principal["dominant"],
+        "gap": principal["gap"],
+        "eigenvalues": [[float(z.real), float(z.imag)] for z in principal["eigenvalues"]],
+    }
     out: dict = {"stability": stability_table(heads, eta, beta, n, name), "info": info}
 
     if name == "bipartite":
@@ -159,8 +180,15 @@ def run_experiment(name: str, spec: dict, seed: int) -> dict[str, pd.DataFrame |
             for b in progress(spec["betas"], desc="bipartite β sweep", unit="β"):
                 radius = dy.spectral_radius(dy.tangent_jacobian(ref, heads, eta, float(b)))
                 _, basin_radius, counts = basin_size(heads, ref, v1, spec, eta, float(b), rng)
-                rows.append({"beta": float(b), "spectral_radius": radius, "stable": bool(radius < 1),
-                             "basin_radius": basin_radius, "uniform_bipartite": split_share(counts)})
+                rows.append(
+                    {
+                        "beta": float(b),
+                        "spectral_radius": radius,
+                        "stable": bool(radius < 1),
+                        "basin_radius": basin_radius,
+                        "uniform_bipartite": split_share(counts),
+                    }
+                )
             out["beta_sweep"] = pd.DataFrame(rows)
     else:
         X0 = rng.standard_normal((n, heads.dim))

@@ -34,20 +34,32 @@ def simulate_dynamics(specs: dict, seed: int, out: Mapping[str, str | os.PathLik
     missing = [name for name in EXPERIMENTS if name not in specs]
     if missing:
         raise ValueError(f"dynamics.simulations lacks the experiment(s) {', '.join(missing)}")
-    results = {name: run_experiment(name, specs[name], seed) for name in progress(EXPERIMENTS, "simulations", "experiment")}
+    results = {
+        name: run_experiment(name, specs[name], seed) for name in progress(EXPERIMENTS, "simulations", "experiment")
+    }
     # distances and κ decay to 1e-16: keep significant digits, not decimals
-    write_csv(pd.concat([r["trajectory"] for r in results.values()], ignore_index=True), out["trajectory"],
-              float_format="%.10g")
-    write_csv(pd.concat([r["stability"] for r in results.values()], ignore_index=True), out["stability"],
-              float_format="%.10g")
+    write_csv(
+        pd.concat([r["trajectory"] for r in results.values()], ignore_index=True),
+        out["trajectory"],
+        float_format="%.10g",
+    )
+    write_csv(
+        pd.concat([r["stability"] for r in results.values()], ignore_index=True), out["stability"], float_format="%.10g"
+    )
     write_csv(results["bipartite"]["basin"], out["basin"])
-    write_csv(results["bipartite"].get("beta_sweep", pd.DataFrame(columns=BETA_SWEEP_COLUMNS)),
-              out["beta_sweep"], float_format="%.10g")
+    write_csv(
+        results["bipartite"].get("beta_sweep", pd.DataFrame(columns=BETA_SWEEP_COLUMNS)),
+        out["beta_sweep"],
+        float_format="%.10g",
+    )
     write_json(out["info"], {k: r["info"] for k, r in results.items()})
     with atomic_path(out["tokens"]) as tmp:
         with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, **{f"{k}_tokens": r["tokens"] for k, r in results.items()},
-                                **{f"{k}_v1": r["v1"] for k, r in results.items()})
+            np.savez_compressed(
+                fh,
+                **{f"{k}_tokens": r["tokens"] for k, r in results.items()},
+                **{f"{k}_v1": r["v1"] for k, r in results.items()},
+            )
 
 
 def simulation_summary(info: dict, stab: pd.DataFrame) -> pd.DataFrame:
@@ -56,13 +68,24 @@ def simulation_summary(info: dict, stab: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for name in EXPERIMENTS:
         i = info[name]
-        cons = stab[(stab["experiment"] == name) & (stab["equilibrium"] == "consensus")].sort_values("eigenvalue", ascending=False)
-        rows.append({"experiment": name, "n": i["n"], "d": i["d"], "heads": i["heads"], "lambda1": i["lambda1"],
-                     "radius_v1": cons["spectral_radius"].iloc[0],
-                     "radius_v2": cons["spectral_radius"].iloc[1] if len(cons) > 1 else np.nan,
-                     "final_abs_corr": i["final_mean_abs_corr"], "final_distance": i["final_mean_distance"],
-                     "basin_radius": i.get("basin_radius", np.nan),
-                     "uniform_starts_bipartite": split_share(i.get("uniform_starts"))})
+        cons = stab[(stab["experiment"] == name) & (stab["equilibrium"] == "consensus")].sort_values(
+            "eigenvalue", ascending=False
+        )
+        rows.append(
+            {
+                "experiment": name,
+                "n": i["n"],
+                "d": i["d"],
+                "heads": i["heads"],
+                "lambda1": i["lambda1"],
+                "radius_v1": cons["spectral_radius"].iloc[0],
+                "radius_v2": cons["spectral_radius"].iloc[1] if len(cons) > 1 else np.nan,
+                "final_abs_corr": i["final_mean_abs_corr"],
+                "final_distance": i["final_mean_distance"],
+                "basin_radius": i.get("basin_radius", np.nan),
+                "uniform_starts_bipartite": split_share(i.get("uniform_starts")),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -73,26 +96,42 @@ def report_simulations(sim: Mapping[str, str | os.PathLike], out: Mapping[str, s
     from rollout_equality import figures
 
     _need(sim, SIMULATION_FILES, "report_simulations")
-    _need(out, [*SIMULATION_REPORT, *(f"{n}_{e}" for n in (*EXPERIMENTS, "basin") for e in ("pdf", "png"))],
-          "report_simulations")
+    _need(
+        out,
+        [*SIMULATION_REPORT, *(f"{n}_{e}" for n in (*EXPERIMENTS, "basin") for e in ("pdf", "png"))],
+        "report_simulations",
+    )
     info = json.loads(Path(sim["info"]).read_text())
     stab = pd.read_csv(sim["stability"])
     summary = simulation_summary(info, stab)
     write_csv(summary, out["summary"])
     write_html(summary, out["summary_html"], "Simulations: one row per experiment")
-    write_latex(stab.drop(columns=["residual"]), out["stability"], str(sim["stability"]),
-                formats={"eigenvalue": "{:.3f}", "spectral_radius": "{:.4f}", "predicted_radius": "{:.4f}"})
+    write_latex(
+        stab.drop(columns=["residual"]),
+        out["stability"],
+        str(sim["stability"]),
+        formats={"eigenvalue": "{:.3f}", "spectral_radius": "{:.4f}", "predicted_radius": "{:.4f}"},
+    )
     basin = pd.read_csv(sim["basin"])
     write_latex(basin, out["basin"], str(sim["basin"]), formats={"radius": "{:.2f}", "returned_rate": "{:.3f}"})
     sweep = pd.read_csv(sim["beta_sweep"])
-    write_latex(sweep, out["sweep"], str(sim["beta_sweep"]),
-                formats={"beta": "{:.2f}", "spectral_radius": "{:.4f}", "basin_radius": "{:.2f}",
-                         "uniform_bipartite": "{:.3f}"})
+    write_latex(
+        sweep,
+        out["sweep"],
+        str(sim["beta_sweep"]),
+        formats={
+            "beta": "{:.2f}",
+            "spectral_radius": "{:.4f}",
+            "basin_radius": "{:.2f}",
+            "uniform_bipartite": "{:.3f}",
+        },
+    )
     traj = pd.read_csv(sim["trajectory"])
     with np.load(sim["tokens"]) as tokens:
         for name in EXPERIMENTS:
-            fig = trajectory_figure(tokens[f"{name}_tokens"], tokens[f"{name}_v1"], traj[traj["experiment"] == name],
-                                    info[name])
+            fig = trajectory_figure(
+                tokens[f"{name}_tokens"], tokens[f"{name}_v1"], traj[traj["experiment"] == name], info[name]
+            )
             figures.write_figure(fig, out[f"{name}_pdf"], out[f"{name}_png"])
     figures.write_figure(basin_figure(basin, sweep, info["bipartite"]), out["basin_pdf"], out["basin_png"])
 
@@ -105,11 +144,13 @@ def trajectory_figure(tokens: np.ndarray, v1: np.ndarray, traj: pd.DataFrame, in
     from rollout_equality.dynamics.sphere import alignment
 
     fig = plt.figure(figsize=(9.0, 3.6))
-    title = (f"{info['experiment']}: n={info['n']}, d={info['d']}, H={info['heads']}, "
-             f"η={info['eta']:g}, β={info['beta']:g}, λ1={info['lambda1']:.3g}")
+    title = (
+        f"{info['experiment']}: n={info['n']}, d={info['d']}, H={info['heads']}, "
+        f"η={info['eta']:g}, β={info['beta']:g}, λ1={info['lambda1']:.3g}"
+    )
     if tokens.shape[-1] == 3:
         ax = fig.add_subplot(1, 2, 1, projection="3d")
-        u, w = np.mgrid[0:2 * np.pi:40j, 0:np.pi:20j]
+        u, w = np.mgrid[0 : 2 * np.pi : 40j, 0 : np.pi : 20j]
         ax.plot_wireframe(np.cos(u) * np.sin(w), np.sin(u) * np.sin(w), np.cos(w), color="0.85", linewidth=0.3)
         for i in range(tokens.shape[1]):
             ax.plot(*tokens[:, i].T, linewidth=0.9)
@@ -179,11 +220,19 @@ def report_albert(records_path, info_path, out: Mapping[str, str | os.PathLike],
     info = json.loads(Path(info_path).read_text())
     steps = summarise(records)
     write_csv(steps, out["steps"], float_format="%.10g")
-    write_html(steps, out["steps_html"], f"ALBERT's shared layer unrolled: per step ({info.get('model', {}).get('name', '')})")
+    write_html(
+        steps, out["steps_html"], f"ALBERT's shared layer unrolled: per step ({info.get('model', {}).get('name', '')})"
+    )
     shown = steps[steps["step"].isin(list(table_steps))]
-    write_latex(shown, out["tex"], str(records_path),
-                formats={c: "{:.4f}" for c in ("mean_distance", "mean_abs_corr", "min_abs_corr", "kappa",
-                                               "kappa_rollout", "holds_rate")})
+    write_latex(
+        shown,
+        out["tex"],
+        str(records_path),
+        formats={
+            c: "{:.4f}"
+            for c in ("mean_distance", "mean_abs_corr", "min_abs_corr", "kappa", "kappa_rollout", "holds_rate")
+        },
+    )
     figures.write_figure(albert_figure(steps, info), out["pdf"], out["png"])
 
 
@@ -205,7 +254,10 @@ def albert_figure(steps: pd.DataFrame, info: dict):
         a.set_xlabel("applications of the shared layer t")
         a.legend(fontsize=7)
     ax.set_ylim(bottom=0)
-    fig.suptitle(f"ALBERT, {int(steps['inputs'].max())} inputs: λ1(W_O W_V) = {info['lambda1']:.3g}"
-                 f"{'' if info['dominant'] else ' (not dominant)'}; dashed: trained depth", fontsize=9)
+    fig.suptitle(
+        f"ALBERT, {int(steps['inputs'].max())} inputs: λ1(W_O W_V) = {info['lambda1']:.3g}"
+        f"{'' if info['dominant'] else ' (not dominant)'}; dashed: trained depth",
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig

@@ -150,7 +150,9 @@ def heads_from_projections(W_q, W_k, W_v, W_o, n_heads: int) -> Heads:
     if inner % n_heads:
         raise ValueError(f"the value projection's {inner} outputs do not split into {n_heads} heads")
     if W_q.shape != W_v.shape or W_k.shape != W_v.shape or W_o.shape != (D, inner):
-        raise ValueError(f"projection shapes disagree: W_q {W_q.shape}, W_k {W_k.shape}, W_v {W_v.shape}, W_o {W_o.shape}")
+        raise ValueError(
+            f"projection shapes disagree: W_q {W_q.shape}, W_k {W_k.shape}, W_v {W_v.shape}, W_o {W_o.shape}"
+        )
     dh = inner // n_heads
     sl = [slice(h * dh, (h + 1) * dh) for h in range(n_heads)]
     M = np.stack([W_q[s].T @ W_k[s] for s in sl])
@@ -185,8 +187,13 @@ def principal_eigenpair(F, eta: float = 1.0, imag_tol: float = 1e-9) -> dict:
         v = -v
     others = np.delete(growth, k)
     gap = (1 + eta * lam) - (others.max() if others.size else 0.0)
-    return {"value": lam, "vector": v, "dominant": bool(1 + eta * lam > 0 and gap > 0),
-            "gap": float(gap), "eigenvalues": values}
+    return {
+        "value": lam,
+        "vector": v,
+        "dominant": bool(1 + eta * lam > 0 and gap > 0),
+        "gap": float(gap),
+        "eigenvalues": values,
+    }
 
 
 def consensus(v, n: int) -> np.ndarray:
@@ -304,8 +311,9 @@ def classify(X, reference, v, tol: float) -> np.ndarray:
     return np.select([returned, spread <= tol, split], ["returned", "consensus", "bipartite"], "other")
 
 
-def step_table(states: np.ndarray, A: np.ndarray, v1: np.ndarray, kappa_A: np.ndarray,
-               row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> pd.DataFrame:
+def step_table(
+    states: np.ndarray, A: np.ndarray, v1: np.ndarray, kappa_A: np.ndarray, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL
+) -> pd.DataFrame:
     """Per step of one run: states (T+1, n, d), head-averaged attentions A (T, n, n) and their κ (T,).
 
     Columns step, mean_distance, mean and min |corr(x_i, v1)|, κ(A_t) and κ of the rollout
@@ -314,10 +322,16 @@ def step_table(states: np.ndarray, A: np.ndarray, v1: np.ndarray, kappa_A: np.nd
     corr = np.abs(alignment(states, v1))
     nan = np.array([np.nan])
     kr = rollout_kappa(A, row_sum_atol) if len(A) else np.empty(0)
-    return pd.DataFrame({"step": np.arange(len(states)), "mean_distance": mean_pairwise_distance(states),
-                         "mean_abs_corr": corr.mean(axis=1), "min_abs_corr": corr.min(axis=1),
-                         "kappa": np.concatenate([nan, np.asarray(kappa_A, dtype=float).reshape(-1)]),
-                         "kappa_rollout": np.concatenate([nan, kr])})
+    return pd.DataFrame(
+        {
+            "step": np.arange(len(states)),
+            "mean_distance": mean_pairwise_distance(states),
+            "mean_abs_corr": corr.mean(axis=1),
+            "min_abs_corr": corr.min(axis=1),
+            "kappa": np.concatenate([nan, np.asarray(kappa_A, dtype=float).reshape(-1)]),
+            "kappa_rollout": np.concatenate([nan, kr]),
+        }
+    )
 
 
 def _orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
@@ -341,7 +355,7 @@ def matrix_with_eigenvalues(real, complex_pairs, rng: np.random.Generator, condi
     k = 0
     for b in blocks:
         m = b.shape[0]
-        J[k:k + m, k:k + m] = b
+        J[k : k + m, k : k + m] = b
         k += m
     s = np.linspace(1.0, condition, d)
     P = (_orthogonal(d, rng) * s) @ _orthogonal(d, rng)

@@ -58,8 +58,9 @@ def load(info: dict, device: str = "cpu", max_tokens: int | None = None, image_b
     if info["backend"] == "transformers":
         from rollout_equality.extract.transformers_backend import TransformersExtractor
 
-        return TransformersExtractor(info["path"], info["modality"], device, max_tokens=max_tokens,
-                                     image_backend=image_backend)
+        return TransformersExtractor(
+            info["path"], info["modality"], device, max_tokens=max_tokens, image_backend=image_backend
+        )
     if info["backend"] == "timm":
         if info["modality"] != "image":
             raise ValueError(f"model {info.get('name')!r}: the timm backend reads images only")

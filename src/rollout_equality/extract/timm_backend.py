@@ -41,7 +41,9 @@ def load_timm(path: str | Path) -> torch.nn.Module:
 
     path = Path(path)
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path / 'config.json'} is missing; a timm model directory needs config.json and weights")
+        raise FileNotFoundError(
+            f"{path / 'config.json'} is missing; a timm model directory needs config.json and weights"
+        )
     if not any((path / f).is_file() for f in ("model.safetensors", "pytorch_model.bin")):
         raise FileNotFoundError(f"{path} holds no model.safetensors or pytorch_model.bin")
     return timm.create_model(f"local-dir:{path.resolve()}", pretrained=True)
@@ -66,8 +68,10 @@ class TimmExtractor:
         if img_size is not None:  # the size the model was built for wins over its pretrained default
             config["input_size"] = (3, *img_size)
         self.transform = timm.data.create_transform(**config)
-        self.preprocessing = {"transform": "timm.data.create_transform",
-                              **{k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(config.items())}}
+        self.preprocessing = {
+            "transform": "timm.data.create_transform",
+            **{k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(config.items())},
+        }
 
     @torch.inference_mode()
     def __call__(self, images: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:

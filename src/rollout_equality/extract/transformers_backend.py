@@ -42,15 +42,23 @@ def special_token_count(model: torch.nn.Module) -> int | None:
 
 
 class TransformersExtractor:
-    def __init__(self, path: str, modality: str, device: str, max_tokens: int | None = None, image_backend: str = "pil"):
+    def __init__(
+        self, path: str, modality: str, device: str, max_tokens: int | None = None, image_backend: str = "pil"
+    ):
         import transformers
 
         self.path, self.modality, self.device, self.max_tokens = path, modality, device, max_tokens
         self.model = transformers.AutoModel.from_pretrained(path, attn_implementation="eager")
         self.model.to(device).eval()
         if self.model.config._attn_implementation != "eager":
-            raise NoAttentionError(f"{path}: attention implementation is {self.model.config._attn_implementation!r}, not eager")
-        self.n_layers = self.model.config.num_hidden_layers if hasattr(self.model.config, "num_hidden_layers") else self.model.config.n_layers
+            raise NoAttentionError(
+                f"{path}: attention implementation is {self.model.config._attn_implementation!r}, not eager"
+            )
+        self.n_layers = (
+            self.model.config.num_hidden_layers
+            if hasattr(self.model.config, "num_hidden_layers")
+            else self.model.config.n_layers
+        )
         if modality == "text":
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
             limit = getattr(self.model.config, "max_position_embeddings", None)
@@ -62,12 +70,21 @@ class TransformersExtractor:
             if int(transformers.__version__.split(".")[0]) >= 5:
                 self.processor = transformers.AutoImageProcessor.from_pretrained(path, backend=image_backend)
             else:  # transformers 4: the PIL pipeline is the "slow" processor
-                self.processor = transformers.AutoImageProcessor.from_pretrained(path, use_fast=image_backend == "torchvision")
-            processor_class = type(self.processor).__name__  # transformers falls back to the other backend with a warning
-            self.preprocessing = {"image_processor": processor_class,
-                                  "backend": "pil" if processor_class.endswith("Pil") else "torchvision",
-                                  **{k: v for k, v in self.processor.to_dict().items()
-                                     if k in ("size", "crop_size", "resample", "image_mean", "image_std", "do_center_crop")}}
+                self.processor = transformers.AutoImageProcessor.from_pretrained(
+                    path, use_fast=image_backend == "torchvision"
+                )
+            processor_class = type(
+                self.processor
+            ).__name__  # transformers falls back to the other backend with a warning
+            self.preprocessing = {
+                "image_processor": processor_class,
+                "backend": "pil" if processor_class.endswith("Pil") else "torchvision",
+                **{
+                    k: v
+                    for k, v in self.processor.to_dict().items()
+                    if k in ("size", "crop_size", "resample", "image_mean", "image_std", "do_center_crop")
+                },
+            }
             self.patch_size = self.model.config.patch_size
             self.n_special = special_token_count(self.model)
             if self.n_special is None:
@@ -79,8 +96,12 @@ class TransformersExtractor:
 
     def _text(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         enc = self.tokenizer(
-            list(texts), padding=True, truncation=True, max_length=self.max_length,
-            return_special_tokens_mask=True, return_tensors="pt",
+            list(texts),
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_special_tokens_mask=True,
+            return_tensors="pt",
         )
         model_inputs = {k: v.to(self.device) for k, v in enc.items() if k in self.tokenizer.model_input_names}
         out = self.model(**model_inputs, output_attentions=True)
