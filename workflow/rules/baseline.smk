@@ -8,7 +8,7 @@ rule random_baseline:
         "results/benchmarks/random_baseline.tsv"
     conda:
         "../../envs/core.yaml"
-    threads: workflow.cores
+    threads: 8  # Snakemake lowers it to --cores on a smaller machine; a cluster profile sets its own
     resources:
         mem_mb=2000,
     params:
