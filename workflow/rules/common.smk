@@ -180,6 +180,12 @@ def suite_records(suite, rollout=False):
     return paths + [ftt_template.format(tabular=t, seed=s) for t, s in ftt_runs(suite)]
 
 
+def suite_dumps(suite):
+    """The attention dumps of ``suite``, those marked ``heatmap: true`` first (the heatmap figure shows the first)."""
+    experiments = sorted(config["suites"].get(suite, []), key=lambda e: not e["heatmap"])
+    return [DUMP.format(**e) for e in experiments]
+
+
 def suite_targets(suite):
     """Records and per-layer summaries of every experiment of ``suite``, its tables and figures."""
     targets = []

@@ -49,7 +49,7 @@ rule write_suite_figures:
     input:
         records=lambda w: suite_records(w.suite),
         rollout=lambda w: suite_records(w.suite, rollout=True),
-        dumps=lambda w: [DUMP.format(**e) for e in config["suites"].get(w.suite, [])],
+        dumps=lambda w: suite_dumps(w.suite),
     output:
         **reported(SUITE_FIGURES, FIGURE_CAPTIONS),
     log:
