@@ -127,7 +127,9 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
             with zipfile.ZipFile(archive) as zf:
                 bad = zf.testzip()
                 if bad is not None:
-                    raise ModelUnavailableError(f"model {name!r}: member {bad} of the joined archive fails its CRC check")
+                    raise ModelUnavailableError(
+                        f"model {name!r}: member {bad} of the joined archive fails its CRC check"
+                    )
                 root = spec["root"].strip("/") + "/"
                 members = [m for m in zf.namelist() if m.startswith(root) and not m.endswith("/")]
                 if not members:
@@ -144,9 +146,16 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
         unpacked = Path(tmp) / spec["root"].strip("/")
         weights = next((unpacked / w for w in WEIGHT_FILES if (unpacked / w).is_file()), None)
         if weights is None:
-            raise ModelUnavailableError(f"model {name!r}: {spec['root']!r} in the archive holds no {' or '.join(WEIGHT_FILES)}")
-        record = {"parts": list(spec["parts"]), "root": spec["root"], "archive_sha256": archive_sha,
-                  "weights": weights.name, "weights_sha256": _sha256(weights)}
+            raise ModelUnavailableError(
+                f"model {name!r}: {spec['root']!r} in the archive holds no {' or '.join(WEIGHT_FILES)}"
+            )
+        record = {
+            "parts": list(spec["parts"]),
+            "root": spec["root"],
+            "archive_sha256": archive_sha,
+            "weights": weights.name,
+            "weights_sha256": _sha256(weights),
+        }
         if out_dir.exists():
             shutil.rmtree(out_dir)
         os.replace(unpacked, out_dir)
