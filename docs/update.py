@@ -13,6 +13,7 @@ FILES = {
     "slack.png": "paper/figures/offline/slack.png",
     "rollout.png": "paper/figures/offline/rollout.png",
     "baseline_rate.png": "paper/figures/baseline_rate.png",
+    "heatmap.png": "paper/figures/offline/heatmap.png",
     "random_baseline.csv": "results/baseline/random_baseline.csv",
     "model_rates.csv": "results/tables/offline/model_rates.csv",
     "depth_rates.csv": "results/tables/offline/depth_rates.csv",

@@ -393,3 +393,32 @@ def test_the_real_mpnet_from_its_wheels(tmp_path):
     assert len(df) == len(TEXTS) * 12 * 2 and (df["holds"] == df["holds_direct"]).all()
     n = df.pivot_table(index="input_id", columns="token_set", values="n_tokens", aggfunc="first")
     assert ((n["all"] - n["content"]) == 2).all()  # <s> and </s>
+
+    # What README.md says of MPNet's matrices: the relative position bias for offset 0, and the diagonal.
+    import re
+
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    mean0, low, high = re.search(
+        r"offset 0 is (−[\d.]+) on average over its 12 heads \((\d+) to (\d+)", readme
+    ).groups()
+    with torch.inference_mode():
+        buckets = model.encoder.relative_position_bucket(torch.arange(-1, 2)[None, :], num_buckets=32)
+        bias = model.encoder.relative_attention_bias(buckets)[0]  # (offsets -1, 0, 1; heads)
+    assert f"{bias[1].mean().item():.1f}" == mean0.replace("−", "-")
+    gap = -(bias[1] - (bias[0] + bias[2]) / 2)
+    assert (round(gap.min().item()), round(gap.max().item())) == (int(low), int(high))
+    limit = float(re.search(r"A<sub>ii</sub> averages below (\d+)% in every layer", readme).group(1)) / 100
+    from rollout_equality.data import load_inputs, prepare_data
+    from rollout_equality.dobrushin import restrict
+
+    spec = {"modality": "text", "source": {"pydoc_topics": True}, "n": 16, "seed": 0, "min_words": 20, "max_words": 100}
+    prepare_data("pydoc", spec, tmp_path / "pydoc")
+    extractor = load(info, "cpu", max_tokens=128)
+    diagonal = np.mean(
+        [
+            [np.diag(restrict(layer, ~special)).mean() for layer in layers]
+            for layers, special in extractor(load_inputs(tmp_path / "pydoc")[1])
+        ],
+        axis=0,
+    )
+    assert (diagonal < limit).all(), diagonal

@@ -69,6 +69,24 @@ def test_offline_suite_rates(rates):
         assert pct(rates[(model, "content")]) == float(re.search(rf"{re.escape(name)} ([\d.]+)", text).group(1)), name
 
 
+def test_offline_suite_mpnet(rates):
+    text = paragraph("Offline suite, default config")
+    content, all_, top = map(
+        float,
+        re.search(r"all-mpnet-base-v2 \(trained\) ([\d.]+)% / ([\d.]+)% .*?no\s+layer above ([\d.]+)%", text).groups(),
+    )
+    assert (pct(rates[("mpnet", "content")]), pct(rates[("mpnet", "all")])) == (content, all_)
+    depth = pd.read_csv(TABLES / "depth_rates.csv")
+    assert pct(depth.loc[depth["model"] == "mpnet", "rate"].max()) == top
+    claim = paragraph("**What the two real text models say")
+    matrices = int(re.search(r"every one of its ([\d,]+)\s+matrices", claim).group(1).replace(",", ""))
+    df = pd.read_csv(TABLES / "model_rates.csv")
+    mpnet = df[df["model"] == "mpnet"]
+    assert mpnet["pairs"].sum() == matrices and (mpnet["agreement"] == 1.0).all()
+    minilm = re.search(r"MiniLM agrees\s+with it \(([\d.]+)% / ([\d.]+)%\)", claim).groups()
+    assert tuple(map(float, minilm)) == (pct(rates[("minilm", "content")]), pct(rates[("minilm", "all")]))
+
+
 def test_offline_suite_ft_transformer(rates):
     text = paragraph("Offline suite, default config")
     scores = pd.read_csv(TABLES / "ftt_scores.csv")
