@@ -55,3 +55,38 @@ def test_a_reference_to_nothing_valid_names_the_entry(mutate, message):
     with pytest.raises(ValueError) as err:
         check_references(config)
     assert message in str(err.value)
+
+
+def test_an_entry_is_completed_with_the_schema_defaults_for_the_command_line(tmp_path, capsys):
+    from rollout_equality.cli import main
+    from rollout_equality.config import with_defaults
+
+    spec = {"modality": "text", "source": {"pydoc_topics": True}, "n": 3, "seed": 0}
+    full = with_defaults("datasets", "t", spec)
+    assert (full["min_words"], full["max_words"]) == (8, 100) and "min_words" not in spec
+    assert (
+        main(
+            [
+                "prepare",
+                "t",
+                '{"modality": "text", "source": {"pydoc_topics": true}, "n": 3, "seed": 0}',
+                "--out",
+                str(tmp_path / "t"),
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "t" / "segments.jsonl").read_text().count("\n") == 3
+    assert (
+        main(
+            [
+                "prepare",
+                "t",
+                '{"modality": "text", "source": {"pydoc_topics": true}, "n": 3}',
+                "--out",
+                str(tmp_path / "u"),
+            ]
+        )
+        == 2
+    )
+    assert "datasets entry 't'" in capsys.readouterr().err and not (tmp_path / "u").exists()

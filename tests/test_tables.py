@@ -246,8 +246,23 @@ def test_trained_text_models_outside_the_paper_stand_beside_the_text_claims_labe
         "the same models: 82–97% with special tokens",
     ]
     assert rows["subject"].tolist() == ["mpnet on pydoc_topics (out of sample)"] * 2
-    assert rows["status"].tolist() == ["reproduced", "reproduced"]
+    assert rows["status"].tolist() == ["agrees", "agrees"]
     assert all(note.startswith("not a paper model (all-mpnet-base-v2)") for note in rows["note"])
     # right after the paper models' rows of the same claim; nothing for out-of-sample models not run
     first = c.index[c["subject"] == "mpnet on pydoc_topics (out of sample)"][0]
     assert c.loc[first - 1, "subject"] == "distilbert_base" and not c["subject"].str.startswith("minilm").any()
+
+
+def test_the_paper_counts_only_the_abstract_numbers():
+    from rollout_equality.tables import macros
+
+    records = synthetic_records()
+    extra = records[records["model"] == "dinov2_small"].assign(
+        model="mpnet", dataset="pydoc_topics", holds=False, holds_direct=False
+    )
+    c = claims(model_rates(pd.concat([records, extra])), None)
+    assert set(c.loc[c["subject"].str.startswith("mpnet"), "status"]) == {"disagrees"}
+    text = macros(c, None)
+    n_paper = len(c) - 2
+    assert f"\\NClaims}}{{{n_paper}}}" in text
+    assert f"\\NClaimsNotReproduced}}{{{int((c['status'] == 'not reproduced').sum())}}}" in text

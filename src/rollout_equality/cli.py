@@ -47,12 +47,14 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
 def _cmd_prepare(args: argparse.Namespace) -> int:
     import yaml
 
+    from rollout_equality.config import with_defaults
     from rollout_equality.data import prepare_data
     from rollout_equality.io import logging_to
 
     spec = (
         yaml.safe_load(Path(args.spec).read_text()) if args.spec.endswith((".yaml", ".yml")) else json.loads(args.spec)
     )
+    spec = with_defaults("datasets", args.name, spec)  # the schema's defaults, as a workflow run gets them
     with logging_to(args.log):
         prepare_data(args.name, spec, args.out)
     return 0
@@ -180,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as err:  # ModelUnavailableError and friends: a message, not a traceback
         print(f"error: {err}", file=sys.stderr)
         return 3
+    except KeyError as err:
+        print(f"error: the setting {err} is missing (config.yaml's schema lists every setting)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

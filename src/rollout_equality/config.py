@@ -8,7 +8,11 @@ that the dynamics study's ALBERT runs read text. Each error names the entry and 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+"""The schema of config.yaml, in the checkout this library belongs to."""
 
 
 def check_references(config: dict[str, Any]) -> None:
@@ -37,3 +41,34 @@ def check_references(config: dict[str, Any]) -> None:
                 raise ValueError(f"tabular suite {suite!r}: table {name!r} is not defined under tabular.datasets")
     for suite, exp in config["dynamics"]["albert"]["suites"].items():
         experiment(f"dynamics.albert.suites.{suite} (ALBERT)", exp, modality="text")
+
+
+def with_defaults(section: str, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """One entry of a config section (e.g. ``datasets``) checked against the schema and completed with its
+    defaults, as Snakemake's ``validate`` completes a run's config; for library calls from the command line.
+
+    Raises ``ValueError`` naming the entry and what the schema rejects.
+    """
+    import copy
+
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(SCHEMA.read_text())
+    sub = {**schema["properties"][section]["additionalProperties"], "$defs": schema.get("$defs", {})}
+    validator_class = jsonschema.validators.validator_for(sub)
+
+    def set_defaults(validator, properties, instance, subschema):
+        if isinstance(instance, dict):
+            for key, prop in properties.items():
+                if "default" in prop:
+                    instance.setdefault(key, copy.deepcopy(prop["default"]))
+        yield from validator_class.VALIDATORS["properties"](validator, properties, instance, subschema)
+
+    filling = jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+    entry = copy.deepcopy(entry)
+    errors = sorted(filling(sub).iter_errors(entry), key=lambda e: list(e.path))
+    if errors:
+        where = "/".join(map(str, errors[0].path)) or "the entry"
+        raise ValueError(f"{section} entry {name!r}: {where}: {errors[0].message}")
+    return entry

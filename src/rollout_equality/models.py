@@ -121,7 +121,13 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
         except (OSError, ValueError):
             old = None
         weights = next((out_dir / w for w in WEIGHT_FILES if (out_dir / w).is_file()), None)
-        if old and old.get("archive_sha256") == archive_sha and weights and _sha256(weights) == old["weights_sha256"]:
+        same_request = old and old.get("root") == spec["root"] and old.get("parts") == list(spec["parts"])
+        if (
+            same_request
+            and old.get("archive_sha256") == archive_sha
+            and weights
+            and _sha256(weights) == old.get("weights_sha256")
+        ):
             return out_dir, old
         try:
             with zipfile.ZipFile(archive) as zf:
@@ -217,8 +223,9 @@ def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, o
 def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike, manifest: str | os.PathLike) -> dict:
     """Make model ``name`` available as a local directory and write its ``model.json`` to ``manifest``.
 
-    Hub snapshots go to ``model_dir/snapshot``, random builds to ``model_dir/random_init``;
-    ``local`` sources stay where they are.
+    Hub snapshots go to ``model_dir/snapshot``, split-zip distributions to ``model_dir/dist_zip``, random
+    builds to ``model_dir/random_init`` (each with a ``.json`` record beside it where there is one); ``local``
+    sources stay where they are.
     """
     backend, modality = spec["backend"], spec["modality"]
     if backend not in BACKENDS:

@@ -31,7 +31,6 @@ TABLE_RAW = "resources/tabular/{tabular}/raw.parquet"
 TABLE_DATA = "resources/tabular/{tabular}/data.npz"
 TABLE_MANIFEST = "resources/tabular/{tabular}/manifest.json"
 DOWNLOAD_CACHE = "resources/cache"  # OpenML's and scikit-learn's caches, in their own layouts
-MODELS_DIR = "resources/models"
 
 RECORDS = "results/records/{model}/{dataset}.parquet"
 ROLLOUT = "results/records/{model}/{dataset}.rollout.parquet"

