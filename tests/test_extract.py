@@ -168,32 +168,21 @@ def test_bad_model_entries(tmp_path):
         )
 
 
-def test_cli_measure_on_a_text_list(tmp_path):
-    import pandas as pd
-
+def cli_measure_texts(model: str, name: str, tmp_path: Path) -> tuple[int, Path]:
+    """`rollout-equality measure` of ``model`` on TEXTS (one per line); (exit code, records file)."""
     from rollout_equality.cli import main
 
     (tmp_path / "lines.txt").write_text("\n".join(TEXTS) + "\n")
     out = tmp_path / "r.parquet"
-    code = main(
-        [
-            "measure",
-            "--model",
-            MINILM,
-            "--name",
-            "minilm",
-            "--modality",
-            "text",
-            "--texts",
-            str(tmp_path / "lines.txt"),
-            "--out",
-            str(out),
-            "--resources",
-            str(tmp_path / "models"),
-            "--device",
-            "cpu",
-        ]
-    )
+    args = ["measure", "--model", model, "--name", name, "--modality", "text", "--texts", str(tmp_path / "lines.txt")]
+    args += ["--out", str(out), "--resources", str(tmp_path / "models"), "--device", "cpu"]
+    return main(args), out
+
+
+def test_cli_measure_on_a_text_list(tmp_path):
+    import pandas as pd
+
+    code, out = cli_measure_texts(MINILM, "minilm", tmp_path)
     assert code == 0
     df = pd.read_parquet(out)
     assert len(df) == 3 * 6 * 2 and set(df["input_id"]) == {"line-1", "line-2", "line-3"}
@@ -362,8 +351,6 @@ def test_the_real_mpnet_from_its_wheels(tmp_path):
     and its attention in every layer equal to the softmax recomputed from its weights."""
     import transformers
 
-    from rollout_equality.cli import main
-
     try:
         info = prepare_model("mpnet", MPNET, tmp_path / "mpnet", tmp_path / "mpnet" / "model.json")
     except ModelUnavailableError as err:
@@ -377,26 +364,8 @@ def test_the_real_mpnet_from_its_wheels(tmp_path):
     theirs, mine, _ = mpnet_attention_by_hand(model, tokenizer(TEXTS[:1], return_tensors="pt")["input_ids"])
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(theirs, mine))
 
-    (tmp_path / "lines.txt").write_text("\n".join(TEXTS) + "\n")
-    out = tmp_path / "r.parquet"
-    args = [
-        "measure",
-        "--model",
-        info["path"],
-        "--name",
-        "mpnet",
-        "--modality",
-        "text",
-        "--texts",
-        str(tmp_path / "lines.txt"),
-        "--out",
-        str(out),
-        "--resources",
-        str(tmp_path / "m"),
-        "--device",
-        "cpu",
-    ]
-    assert main(args) == 0
+    code, out = cli_measure_texts(info["path"], "mpnet", tmp_path)
+    assert code == 0
     import pandas as pd
 
     df = pd.read_parquet(out)
