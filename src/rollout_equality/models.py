@@ -71,12 +71,18 @@ def resolve_local(source: str) -> Path:
 
 
 def _sha256(path: Path) -> str:
+    return hub.file_digest(path, "sha256").split(":", 1)[1]
+
+
+def _joined_sha256(parts: list[Path]) -> str:
+    """SHA-256 of the parts' bytes read one after another: the joined archive's, without writing it."""
     import hashlib
 
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
+    for part in parts:
+        with open(part, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
     return h.hexdigest()
 
 
@@ -109,26 +115,26 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     record_path = out_dir.with_name(out_dir.name + ".json")
+    archive_sha = _joined_sha256(parts)
+    try:
+        old = json.loads(record_path.read_text())
+    except (OSError, ValueError):
+        old = None
+    weights = next((out_dir / w for w in WEIGHT_FILES if (out_dir / w).is_file()), None)
+    same_request = old and old.get("root") == spec["root"] and old.get("parts") == list(spec["parts"])
+    if (
+        same_request
+        and old.get("archive_sha256") == archive_sha
+        and weights
+        and _sha256(weights) == old.get("weights_sha256")
+    ):
+        return out_dir, old
     with tempfile.TemporaryDirectory(prefix=f".{out_dir.name}.", dir=out_dir.parent) as tmp:
         archive = Path(tmp) / "archive.zip"
         with open(archive, "wb") as joined:
             for part in parts:
                 with open(part, "rb") as piece:
                     shutil.copyfileobj(piece, joined, 1 << 20)
-        archive_sha = _sha256(archive)
-        try:
-            old = json.loads(record_path.read_text())
-        except (OSError, ValueError):
-            old = None
-        weights = next((out_dir / w for w in WEIGHT_FILES if (out_dir / w).is_file()), None)
-        same_request = old and old.get("root") == spec["root"] and old.get("parts") == list(spec["parts"])
-        if (
-            same_request
-            and old.get("archive_sha256") == archive_sha
-            and weights
-            and _sha256(weights) == old.get("weights_sha256")
-        ):
-            return out_dir, old
         try:
             with zipfile.ZipFile(archive) as zf:
                 bad = zf.testzip()
