@@ -37,6 +37,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         tmp_path.unlink(missing_ok=True)
 
 
+def require_paths(paths, keys, who: str) -> None:
+    """Raise :class:`ValueError` naming ``who`` and the ``keys`` that ``paths`` (a mapping) lacks."""
+    missing = [k for k in keys if k not in paths]
+    if missing:
+        raise ValueError(f"{who} needs a path for {missing}")
+
+
 def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically (UTF-8, newline as given)."""
     with atomic_path(path) as tmp:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from rollout_equality.baseline import COLUMNS as BASELINE_COLUMNS
-from rollout_equality.io import atomic_path, write_text
+from rollout_equality.io import atomic_path, require_paths, write_text
 
 
 def read_baseline(path: str | os.PathLike) -> pd.DataFrame:
@@ -429,9 +429,7 @@ def write_suite_tables(
     """
     from rollout_equality.records import read_records
 
-    missing = [k for k in SUITE_TABLES if k not in out]
-    if missing:
-        raise ValueError(f"write_suite_tables needs an output path for {missing}")
+    require_paths(out, SUITE_TABLES, "write_suite_tables")
     layer = pd.concat([read_records(p) for p in record_paths], ignore_index=True)
     ro = pd.concat([read_records(p) for p in rollout_paths], ignore_index=True)
     baseline = read_baseline(baseline_csv) if baseline_csv else None

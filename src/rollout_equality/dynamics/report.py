@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.dynamics.consensus import EXPERIMENTS, run_experiment, split_share
-from rollout_equality.io import atomic_path, progress, write_json
+from rollout_equality.io import atomic_path, progress, require_paths, write_json
 from rollout_equality.tables import write_csv, write_html, write_latex
 
 SIMULATION_FILES = ("trajectory", "stability", "basin", "beta_sweep", "info", "tokens")
@@ -22,15 +22,9 @@ SIMULATION_REPORT = ("summary", "summary_html", "stability", "basin", "sweep")
 BETA_SWEEP_COLUMNS = ["beta", "spectral_radius", "stable", "basin_radius", "uniform_bipartite"]
 
 
-def _need(out: Mapping, keys, who: str) -> None:
-    missing = [k for k in keys if k not in out]
-    if missing:
-        raise ValueError(f"{who} needs a path for {missing}")
-
-
 def simulate_dynamics(specs: dict, seed: int, out: Mapping[str, str | os.PathLike]) -> None:
     """Run the four experiments and write each of :data:`SIMULATION_FILES` to its path in ``out``."""
-    _need(out, SIMULATION_FILES, "simulate_dynamics")
+    require_paths(out, SIMULATION_FILES, "simulate_dynamics")
     missing = [name for name in EXPERIMENTS if name not in specs]
     if missing:
         raise ValueError(f"dynamics.simulations lacks the experiment(s) {', '.join(missing)}")
@@ -95,8 +89,8 @@ def report_simulations(sim: Mapping[str, str | os.PathLike], out: Mapping[str, s
     figure per experiment plus the basin figure (``out``: ``<name>_pdf``, ``<name>_png``)."""
     from rollout_equality import figures
 
-    _need(sim, SIMULATION_FILES, "report_simulations")
-    _need(
+    require_paths(sim, SIMULATION_FILES, "report_simulations")
+    require_paths(
         out,
         [*SIMULATION_REPORT, *(f"{n}_{e}" for n in (*EXPERIMENTS, "basin") for e in ("pdf", "png"))],
         "report_simulations",
@@ -215,7 +209,7 @@ def report_albert(records_path, info_path, out: Mapping[str, str | os.PathLike],
     from rollout_equality import figures
     from rollout_equality.dynamics.albert import summarise
 
-    _need(out, ("steps", "steps_html", "tex", "pdf", "png"), "report_albert")
+    require_paths(out, ("steps", "steps_html", "tex", "pdf", "png"), "report_albert")
     records = pd.read_parquet(records_path)
     info = json.loads(Path(info_path).read_text())
     steps = summarise(records)
