@@ -174,6 +174,26 @@ def test_exact_identity_for_every_pair():
         assert np.allclose(tv_b[off], predicted[off], atol=EPS, rtol=0)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 16, 33, 257])
+@pytest.mark.parametrize("alpha", [0.05, 1.0])
+def test_one_sweep_gives_both_tv_matrices(n, alpha):
+    """upper_tv_pair's TV of B = ½(I + A) equals B's TV computed from B's rows alone (every tile shape)."""
+    from rollout_equality._kernels import upper_tv, upper_tv_pair
+
+    A = dirichlet(n, n + int(10 * alpha), alpha=alpha)
+    B = 0.5 * (np.eye(n) + A)
+    tv_a, tv_b = upper_tv_pair(A, B)
+    upper = np.triu(np.ones((n, n), dtype=bool), k=1)
+    assert np.array_equal(tv_a, upper_tv(A))
+    assert np.allclose(tv_b[upper], naive_tv(B)[upper], atol=1e-14, rtol=0)
+    assert not tv_b[~upper].any()
+    # B is read, not assumed: a B that is not ½(I + A) changes the diagonal terms
+    wrong = B.copy()
+    wrong[0, 0] -= 0.25
+    if n > 1:
+        assert not np.allclose(upper_tv_pair(A, wrong)[1][0, 1:], tv_b[0, 1:])
+
+
 def test_edge_case_n1():
     r = equality_condition(np.ones((1, 1)))
     assert (r.holds, r.holds_direct, r.n_max_pairs, r.witness) == (False, False, 0, None)

@@ -2,7 +2,8 @@
 
 The hot path of the whole project: every condition test computes the pairwise
 total-variation (TV) distances between the rows of A and of ½(I+A), an O(n³)
-computation per matrix, then a few O(n²) reductions. numba compiles loops that
+computation per matrix (one sweep serves both: :func:`upper_tv_pair`), then a
+few O(n²) reductions. numba compiles loops that
 read each row pair once, vectorise the inner sum, spread rows over threads and
 keep each matrix's work in cache. Each pair's sum is computed by one thread in
 a fixed order, so results do not depend on the number of threads.
@@ -111,12 +112,52 @@ def upper_tv(A: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True)
-def condition_from_tv(A, tv_a, tv_b, atol):
-    """Reduce the TV matrices of A and B = ½(I+A) to the condition's numbers.
+@numba.njit(inline="always", cache=True)
+def _tv_half(A, B, tv_a_ij, i, j):
+    """TV of rows i, j of B = ½(I + A), given TV^A_ij from the sweep over A."""
+    # Σ_k |A_ik − A_jk| over k ∉ {i, j}: the sweep's sum less its two diagonal terms
+    off = 2.0 * tv_a_ij - abs(A[i, i] - A[j, i]) - abs(A[i, j] - A[j, j])
+    # B's off-diagonal entries are ½A's (exactly, in floating point too); its two
+    # diagonal terms are read from B itself
+    return 0.5 * (0.5 * off + abs(B[i, i] - B[j, i]) + abs(B[i, j] - B[j, j]))
 
-    A: (n, n) float64; tv_a, tv_b: TV distances of A's and B's rows, read from
-    the strict upper triangle. Returns (κ(A), κ(B), number of pairs i < j with
+
+@numba.njit(cache=True)
+def _half_tv_kernel(A, B, tv_a, out):
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):
+            out[i, j] = _tv_half(A, B, tv_a[i, j], i, j)
+
+
+def upper_tv_pair(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TV distances of the rows of A and of B = ½(I + A), from one O(n³) sweep.
+
+    A, B: float64 (n, n), B the matrix ½(I + A) built by the caller. Row i of B is
+    ½A_i· off the diagonal, so for a pair i < j the two TV sums share every term
+    but k ∈ {i, j}: the sweep over A (:func:`upper_tv`) gives TV^A_ij, and TV^B_ij
+    is its sum without those two terms, halved, plus |B_ii − B_ji| + |B_ij − B_jj|
+    read from B's entries (O(n²)). This is the definition of TV^B evaluated term
+    by term, not the characterisation it is checked against (which needs no B).
+    Returns (tv_a, tv_b), each (n, n) with the distances in its strict upper triangle.
+    """
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    if B.shape != A.shape:
+        raise ValueError(f"B must have A's shape {A.shape}; got {B.shape}")
+    tv_a = upper_tv(A)
+    tv_b = np.zeros(A.shape, dtype=np.float64)
+    _half_tv_kernel(A, B, tv_a, tv_b)
+    return tv_a, tv_b
+
+
+@numba.njit(cache=True)
+def condition_from_tv(A, B, tv_a, atol):
+    """Reduce the TV matrix of A to the condition's numbers, with κ(B) of B = ½(I+A).
+
+    A, B: (n, n) float64; tv_a: TV distances of A's rows, read from the strict
+    upper triangle (:func:`upper_tv`); TV^B of each pair follows from it and B's
+    entries as in :func:`upper_tv_pair`. Returns (κ(A), κ(B), number of pairs i < j with
     TV_ij ≥ κ(A) − atol, witness i, witness j). The witness is the pair of
     smallest defect δ_ij = (κ − TV_ij) + (A_ji − A_ii)₊ + (A_ij − A_jj)₊ (first
     in row-major order on ties) when that defect is at most 2·atol, else (-1, -1).
@@ -128,8 +169,9 @@ def condition_from_tv(A, tv_a, tv_b, atol):
         for j in range(i + 1, n):
             if tv_a[i, j] > kappa_a:
                 kappa_a = tv_a[i, j]
-            if tv_b[i, j] > kappa_b:
-                kappa_b = tv_b[i, j]
+            tv_b = _tv_half(A, B, tv_a[i, j], i, j)
+            if tv_b > kappa_b:
+                kappa_b = tv_b
     n_max = 0
     best = np.inf
     wi = -1

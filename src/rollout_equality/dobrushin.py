@@ -18,7 +18,10 @@ entries at most 1 (row sums play no part),
 So κ(B) = ½(1 + κ(A)) **iff** some pair i ≠ j with TV_ij = κ(A) is *mutually
 self-dominant*: A_ii ≥ A_ji and A_jj ≥ A_ij. :func:`equality_condition` reports
 this characterisation (``holds``) next to an independent check that computes
-κ(B) from B's own entries (``holds_direct``).
+κ(B) from B's own entries (``holds_direct``). On the CPU both TV matrices come
+from one O(n³) sweep: B's rows are ½A's off the diagonal, so the sweep's sum
+over k ∉ {i, j} serves both, and B's two diagonal terms of each pair are read
+from B (:func:`rollout_equality._kernels.upper_tv_pair`).
 
 Tolerance semantics (``atol``, a config value, default :data:`DEFAULT_ATOL`)
 --------------------------------------------------------------------------
@@ -255,7 +258,8 @@ def equality_condition(
     flat = M.reshape(-1, n, n)
     device_tensor = A if _is_cuda(A) else None
 
-    B = 0.5 * (np.eye(n) + flat)  # κ(B) is computed from B's own entries
+    # κ(B) is computed from B's entries (on the CPU, B's off-diagonal sums are A's, from one sweep)
+    B = 0.5 * (np.eye(n) + flat)
     if device_tensor is not None:
         tv_a_all = _cuda_tv(flat, device_tensor.device)
         tv_b_all = _cuda_tv(B, device_tensor.device)
@@ -265,12 +269,15 @@ def equality_condition(
     witness = np.empty((len(flat), 2), dtype=np.int64)
     for b in range(len(flat)):
         if device_tensor is not None:
-            tv_a, tv_b = tv_a_all[b], tv_b_all[b]
+            # the device computed both TV matrices in full; B's maximum is read off its own
+            kap[b], _, n_max_pairs[b], witness[b, 0], witness[b, 1] = condition_from_tv(
+                flat[b], B[b], tv_a_all[b], atol
+            )
+            kappa_half[b] = tv_b_all[b].max()
         else:
-            tv_a, tv_b = upper_tv(flat[b]), upper_tv(B[b])
-        kap[b], kappa_half[b], n_max_pairs[b], witness[b, 0], witness[b, 1] = condition_from_tv(
-            flat[b], tv_a, tv_b, atol
-        )
+            kap[b], kappa_half[b], n_max_pairs[b], witness[b, 0], witness[b, 1] = condition_from_tv(
+                flat[b], B[b], upper_tv(flat[b]), atol
+            )
     holds = witness[:, 0] >= 0
     bound = 0.5 * (1.0 + kap)
     slack = bound - kappa_half
