@@ -38,6 +38,12 @@ rule download:
         download_targets("paper"),
 
 
+rule ftt_ablation:
+    """The FT-Transformer recipe ablation (tabular.ablation): which preparation or training choice moves the rate."""
+    input:
+        FTT_ABLATION.values(),
+
+
 rule paper:
     """The paper's PDF from the paper suite (needs TeX; see README)."""
     input:

@@ -5,16 +5,27 @@ from pathlib import Path
 
 import pytest
 import yaml
+from snakemake.utils import validate
 
 from rollout_equality.config import check_references
 
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED = yaml.safe_load((REPO / "config.yaml").read_text())
+SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def _validated(path: Path) -> dict:
+    """A config file as a run sees it: validated, defaults filled in (check_references runs after that)."""
+    config = yaml.safe_load(path.read_text())
+    validate(config, SCHEMA)
+    return config
+
+
+SHIPPED = _validated(REPO / "config.yaml")
 
 
 def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
     check_references(SHIPPED)
-    check_references(yaml.safe_load((REPO / ".test" / "config.yaml").read_text()))
+    check_references(_validated(REPO / ".test" / "config.yaml"))
 
 
 @pytest.mark.parametrize(
@@ -47,6 +58,18 @@ def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
             lambda c: c["dynamics"]["albert"]["suites"]["paper"].update(model="albert_large"),
             "dynamics.albert.suites.paper (ALBERT): model 'albert_large' is not defined",
         ),
+        (
+            lambda c: c["tabular"]["ablation"].update(table="higgs"),
+            "tabular.ablation: table 'higgs' is not defined under tabular.datasets",
+        ),
+        (
+            lambda c: c["tabular"]["ablation"].update(suites=["nightly"]),
+            "tabular.ablation.suites: 'nightly' is not a tabular suite",
+        ),
+        (
+            lambda c: c["tabular"]["datasets"]["california"].update(split={"test": "source"}),
+            "tabular table 'california': split test: source needs a csv source with `test_path`",
+        ),
     ],
 )
 def test_a_reference_to_nothing_valid_names_the_entry(mutate, message):
@@ -55,6 +78,25 @@ def test_a_reference_to_nothing_valid_names_the_entry(mutate, message):
     with pytest.raises(ValueError) as err:
         check_references(config)
     assert message in str(err.value)
+
+
+def test_ablation_tables_change_only_what_their_setting_names():
+    from rollout_equality.config import resolved_tables
+
+    tables = resolved_tables(SHIPPED)
+    ablation = SHIPPED["tabular"]["ablation"]
+    names = [f"{ablation['table']}@{s}" for s in ablation["settings"]]
+    assert [t for t in tables if "@" in t] == names
+    base, ref = tables[ablation["table"]], tables[f"{ablation['table']}@reference"]
+    # the reference setting is the table itself, trained with the ablation's seeds and training
+    assert {k: v for k, v in ref.items() if k not in ("seeds", "training", "ablation")} == {
+        k: v for k, v in base.items() if k not in ("seeds", "training")
+    }
+    assert ref["seeds"] == ablation["seeds"] and ref["training"]["max_epochs"] == 200
+    assert ref["recipe"] == SHIPPED["tabular"]["recipe"]  # the default recipe is the reference one
+    two = tables[f"{ablation['table']}@two_logits"]
+    assert two["recipe"] == {**ref["recipe"], "binary_head": "two_logits"} and two["split"] == ref["split"]
+    assert tables[f"{ablation['table']}@data_only"]["source"]["csv"]["test_path"] is None
 
 
 def test_an_entry_is_completed_with_the_schema_defaults_for_the_command_line(tmp_path, capsys):

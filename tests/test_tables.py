@@ -97,6 +97,35 @@ def test_claims_statuses():
     )
 
 
+def test_ftt_claim_pools_the_seeds_and_shows_the_recipe_range():
+    from rollout_equality.tables import SENSITIVITY, macros
+
+    records = synthetic_records()
+    seed0 = records[records["model"] == "ftt_seed0"]
+    seed1 = seed0.assign(model="ftt_seed1", holds=False, holds_direct=False)
+    ablation = pd.DataFrame(
+        {
+            "setting": ["reference", "two_logits"],
+            "changes": ["reference recipe", "binary_head=two_logits"],
+            "seeds": [3, 3],
+            "content_rate": [0.09, 0.42],
+            "content_ci_low": [0.08, 0.40],
+            "content_ci_high": [0.10, 0.44],
+        }
+    )
+    c = claims(model_rates(pd.concat([records, seed1])), None, ablation=ablation)
+    ftt = c[c.subject.str.startswith("ftt:adult")]
+    assert len(ftt) == 1  # one row for the table, not one per seed
+    row = ftt.iloc[0]
+    assert row["subject"] == "ftt:adult on adult (2 seeds pooled)" and row["ours"].startswith("15.0% [")
+    assert row["note"].startswith("seeds 0.0%–30.0% (seed0: 30.0%, seed1: 0.0%)")
+    sens = c[c["status"] == SENSITIVITY].iloc[0]
+    assert sens["ours"] == "9.0%–42.0% across settings; reference recipe 9.0%"
+    assert sens["note"] == "settings within the paper's range: two_logits"
+    # the range is not one of the abstract's numbers: the macros do not count it
+    assert "\\newcommand{\\NClaims}{%d}" % (len(c) - 1) in macros(c, None)
+
+
 def test_rollout_summary():
     ro = pd.DataFrame(
         {
@@ -219,9 +248,10 @@ def test_the_paper_depends_on_every_file_main_tex_reads(tmp_path):
 
     main = Path(__file__).resolve().parents[1] / "paper" / "main.tex"
     rel = [str(Path(p).relative_to(main.parent)) for p in inputs(main, "offline")]
-    assert len(rel) == 12 and len(set(rel)) == 12
+    assert len(rel) == 13 and len(set(rel)) == 13
     assert {
         "tables/offline/macros.tex",
+        "tables/offline/ftt_ablation_section.tex",
         "tables/baseline.tex",
         "figures/baseline_rate.pdf",
         "tables/offline/ftt.tex",

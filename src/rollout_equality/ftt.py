@@ -34,14 +34,28 @@ from rollout_equality.tabular import load_prepared
 log = logging.getLogger(__name__)
 
 PUBLISHED_HIGHER_IS_BETTER = {"accuracy": True, "rmse": False}
+BINARY_HEADS = ("one_logit", "two_logits")
+"""A binary task's head: one logit with binary cross-entropy (the reference code, ``bin/ft_transformer.py``),
+or two logits with cross-entropy."""
 
 
-def build_model(manifest: dict[str, Any]) -> torch.nn.Module:
-    """The default FT-Transformer (3 blocks, d_block 192, 8 heads) for a prepared table."""
+def _d_out(manifest: dict[str, Any], binary_head: str | None) -> int:
+    task = manifest["task"]
+    if task == "regression":
+        return 1
+    if task == "binclass":
+        if binary_head not in BINARY_HEADS:
+            raise ValueError(f"binary_head must be one of {BINARY_HEADS}; got {binary_head!r}")
+        return 1 if binary_head == "one_logit" else 2
+    return len(manifest["target_info"]["classes"])
+
+
+def build_model(manifest: dict[str, Any], binary_head: str | None = "one_logit") -> torch.nn.Module:
+    """The default FT-Transformer (3 blocks, d_block 192, 8 heads) for a prepared table; ``binary_head`` sets
+    the output width of a binary task (:data:`BINARY_HEADS`)."""
     from rtdl_revisiting_models import FTTransformer
 
-    task = manifest["task"]
-    d_out = 1 if task in ("regression", "binclass") else len(manifest["target_info"]["classes"])
+    d_out = _d_out(manifest, binary_head)
     return FTTransformer(
         n_cont_features=len(manifest["cont_features"]),
         cat_cardinalities=list(manifest["cat_cardinalities"]),
@@ -62,7 +76,7 @@ def _inputs(arrays: dict[str, np.ndarray], part: str, idx: np.ndarray | slice, d
 def _loss(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     if task == "regression":
         return F.mse_loss(out.squeeze(-1), y.float())
-    if task == "binclass":
+    if task == "binclass" and out.shape[-1] == 1:
         return F.binary_cross_entropy_with_logits(out.squeeze(-1), y.float())
     return F.cross_entropy(out, y)
 
@@ -83,7 +97,7 @@ def score(manifest: dict[str, Any], pred: np.ndarray, y: np.ndarray) -> tuple[st
     if task == "regression":
         std = manifest["target_info"]["std"]
         return "rmse", float(np.sqrt(np.mean((pred.squeeze(-1) - y) ** 2)) * std)
-    labels = (pred.squeeze(-1) > 0).astype(np.int64) if task == "binclass" else pred.argmax(-1)
+    labels = (pred.squeeze(-1) > 0).astype(np.int64) if pred.shape[-1] == 1 else pred.argmax(-1)
     return "accuracy", float(np.mean(labels == y))
 
 
@@ -97,14 +111,19 @@ def train_ftt(
     max_epochs: int,
     patience: int,
     batch_size: int = 256,
+    binary_head: str,
     device: str = "cpu",
     published: dict | None = None,
 ) -> dict[str, Any]:
     """Train on a prepared table with the default optimiser and early stopping on validation; write the best
-    state to ``model_path`` and the scores and history to ``metrics_path``."""
+    state to ``model_path`` and the scores and history to ``metrics_path``.
+
+    Early stopping as the reference code's ``ProgressTracker(patience)``: training stops once more than
+    ``patience`` epochs have passed without a strictly better validation score (or after ``max_epochs``).
+    """
     manifest, arrays = load_prepared(data_path, manifest_path)
     torch.manual_seed(seed)
-    model = build_model(manifest).to(device)
+    model = build_model(manifest, binary_head).to(device)
     optimizer = model.make_default_optimizer()
     task = manifest["task"]
     n_train = len(arrays["y_train"])
@@ -131,7 +150,7 @@ def train_ftt(
                 "epoch": epoch,
                 "state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
             }
-        elif epoch - best["epoch"] >= patience:
+        elif epoch - best["epoch"] > patience:
             log.info("early stop at epoch %d (best %d)", epoch, best["epoch"])
             break
     model.load_state_dict(best["state"])
@@ -141,6 +160,9 @@ def train_ftt(
         "dataset": manifest["name"],
         "seed": seed,
         "task": task,
+        "binary_head": binary_head if task == "binclass" else None,
+        "patience": patience,
+        "max_epochs": max_epochs,
         "metric": metric,
         "val": val,
         "test": test,
@@ -168,10 +190,12 @@ def train_ftt(
     return metrics
 
 
-def load_trained(data_path, manifest_path, model_path, device: str = "cpu"):
-    """(manifest, arrays, model in eval mode on ``device``) of a trained FT-Transformer."""
+def load_trained(data_path, manifest_path, model_path, metrics_path, device: str = "cpu"):
+    """(manifest, arrays, model in eval mode on ``device``) of a trained FT-Transformer (its head read from
+    the run's metrics)."""
     manifest, arrays = load_prepared(data_path, manifest_path)
-    model = build_model(manifest)
+    metrics = json.loads(Path(metrics_path).read_text())
+    model = build_model(manifest, metrics["binary_head"])
     model.load_state_dict(torch.load(model_path, map_location="cpu"))
     return manifest, arrays, model.to(device).eval()
 
@@ -237,7 +261,7 @@ def measure_ftt(
     from rollout_equality.measure import measure_inputs
     from rollout_equality.records import write_records
 
-    manifest, arrays, model = load_trained(data_path, manifest_path, model_path, device)
+    manifest, arrays, model = load_trained(data_path, manifest_path, model_path, metrics_path, device)
     n = min(n_inputs, len(arrays["y_test"]))
     n_tokens = 1 + len(manifest["cont_features"]) + len(manifest["cat_features"])
     special = np.zeros(n_tokens, dtype=bool)

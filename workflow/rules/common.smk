@@ -6,7 +6,7 @@ from snakemake.utils import min_version, validate
 
 sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
 from rollout_equality import paper
-from rollout_equality.config import check_references
+from rollout_equality.config import check_references, resolved_tables
 
 min_version("9.0")
 
@@ -16,7 +16,8 @@ validate(config, "../schemas/config.schema.yaml")
 
 MODELS = config["models"]
 DATASETS = config["datasets"]
-TABULAR = config["tabular"]["datasets"]
+TABLES = resolved_tables(config)  # every table: tabular.datasets and the ablation's <table>@<setting>
+ABLATION = config["tabular"].get("ablation")
 ALBERT_SUITES = config["dynamics"]["albert"]["suites"]
 
 check_references(config)
@@ -43,6 +44,15 @@ FTT_RECORDS = "results/records/ftt/{tabular}/seed{seed}.parquet"
 FTT_ROLLOUT = "results/records/ftt/{tabular}/seed{seed}.rollout.parquet"
 FTT_SUMMARY = "results/summaries/ftt/{tabular}/seed{seed}.csv"
 FTT_SCORES = "results/tables/{suite}/ftt_scores.csv"
+FTT_ABLATION = {  # what write_ftt_ablation writes (rollout_equality.tables, .figures)
+    "summary": "results/tables/ftt_ablation/summary.csv",
+    "layers": "results/tables/ftt_ablation/layers.csv",
+    "html": "results/tables/ftt_ablation/summary.html",
+    "tex": "paper/tables/ftt_ablation.tex",
+    "pdf": "paper/figures/ftt_ablation.pdf",
+    "png": "paper/figures/ftt_ablation.png",
+}
+FTT_ABLATION_SECTION = "paper/tables/{suite}/ftt_ablation_section.tex"
 
 BASELINE_CSV = "results/baseline/random_baseline.csv"
 BASELINE_TEX = "paper/tables/baseline.tex"
@@ -143,8 +153,18 @@ def dynamics_targets(suite):
 
 
 def ftt_seeds(table):
-    """Seeds trained for a table: its own `seeds`, else tabular.seeds."""
-    return TABULAR[table].get("seeds", config["tabular"]["seeds"])
+    """Seeds trained for a table: its own `seeds`, else tabular.seeds (ablation tables: the ablation's)."""
+    return TABLES[table]["seeds"]
+
+
+def ablation_runs():
+    """(table, seed) of every run of the recipe ablation: <table>@<setting> × the ablation's seeds."""
+    return [(t, s) for t, e in TABLES.items() if "ablation" in e for s in e["seeds"]]
+
+
+def ablation_in(suite):
+    """Whether ``suite``'s claims table and paper show the recipe ablation (tabular.ablation.suites)."""
+    return bool(ABLATION) and suite in ABLATION["suites"]
 
 
 def ftt_runs(suite):
@@ -163,7 +183,7 @@ def _alternatives(names):
 wildcard_constraints:
     model=_alternatives(MODELS),
     dataset=_alternatives(DATASETS),
-    tabular=_alternatives(TABULAR),
+    tabular=_alternatives(TABLES),
     seed=r"\d+",
     suite=_alternatives(config["suites"]),
 

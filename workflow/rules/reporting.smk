@@ -34,6 +34,7 @@ rule write_suite_tables:
         rollout=lambda w: suite_records(w.suite, rollout=True),
         metrics=lambda w: ftt_metrics(w.suite),
         baseline=BASELINE_CSV,
+        ablation=lambda w: [FTT_ABLATION["summary"]] if ablation_in(w.suite) else [],
     output:
         **reported(SUITE_TABLES, TABLE_CAPTIONS),
     log:

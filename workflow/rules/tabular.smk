@@ -11,14 +11,14 @@ rule fetch_table:
     conda:
         "../../envs/torch.yaml"
     params:
-        spec=lambda w: TABULAR[w.tabular],
+        spec=lambda w: TABLES[w.tabular],
         cache=DOWNLOAD_CACHE,
     script:
         "../scripts/fetch_table.py"
 
 
 rule prepare_tabular:
-    """Seeded split, quantile-normalised numerical and indexed categorical features."""
+    """Seeded split, quantile-normalised numerical and indexed categorical features (the table's recipe)."""
     input:
         TABLE_RAW,
     output:
@@ -29,14 +29,13 @@ rule prepare_tabular:
     conda:
         "../../envs/torch.yaml"
     params:
-        spec=lambda w: TABULAR[w.tabular],
-        split=config["tabular"]["split"],
+        spec=lambda w: TABLES[w.tabular],
     script:
         "../scripts/prepare_tabular.py"
 
 
 rule train_ftt:
-    """FT-Transformer (default configuration) on one table with one seed, early stopping on validation."""
+    """FT-Transformer (default configuration, the table's head) on one table with one seed, early stopping on validation."""
     input:
         data=TABLE_DATA,
         manifest=TABLE_MANIFEST,
@@ -54,8 +53,9 @@ rule train_ftt:
         mem_mb=8000,
         gpu=lambda w: 0 if config["tabular"]["training"]["device"] == "cpu" else 1,
     params:
-        training=lambda w: {**config["tabular"]["training"], **TABULAR[w.tabular].get("training", {})},
-        published=lambda w: TABULAR[w.tabular].get("published"),
+        training=lambda w: TABLES[w.tabular]["training"],
+        binary_head=lambda w: TABLES[w.tabular]["recipe"]["binary_head"],
+        published=lambda w: TABLES[w.tabular]["published"],
     script:
         "../scripts/train_ftt.py"
 
@@ -95,3 +95,38 @@ rule write_ftt_scores:
         "../../envs/core.yaml"
     script:
         "../scripts/write_ftt_scores.py"
+
+
+rule write_ftt_ablation:
+    """The recipe ablation: test score and condition rates per setting (seeds pooled), per layer, and a figure."""
+    input:
+        records=[FTT_RECORDS.format(tabular=t, seed=s) for t, s in ablation_runs()],
+        metrics=[FTT_METRICS.format(tabular=t, seed=s) for t, s in ablation_runs()],
+    output:
+        **{k: v for k, v in FTT_ABLATION.items() if k not in ("html", "png")},
+        html=report(FTT_ABLATION["html"], caption="../report/ftt_ablation.rst", category="FT-Transformer"),
+        png=report(FTT_ABLATION["png"], caption="../report/ftt_ablation.rst", category="FT-Transformer"),
+    log:
+        "results/logs/write_ftt_ablation.log",
+    conda:
+        "../../envs/core.yaml"
+    params:
+        settings=lambda w: {t: e for t, e in TABLES.items() if "ablation" in e},
+    script:
+        "../scripts/write_ftt_ablation.py"
+
+
+rule write_ftt_ablation_section:
+    """The paper's ablation section for one suite: the ablation's table and figure, or a note that it was not run."""
+    input:
+        lambda w: [FTT_ABLATION["tex"], FTT_ABLATION["pdf"], FTT_ABLATION["summary"]] if ablation_in(w.suite) else [],
+    output:
+        FTT_ABLATION_SECTION,
+    log:
+        "results/logs/write_ftt_ablation_section/{suite}.log",
+    conda:
+        "../../envs/core.yaml"
+    params:
+        table=ABLATION["table"] if ABLATION else None,
+    script:
+        "../scripts/write_ftt_ablation_section.py"

@@ -7,10 +7,11 @@ from rollout_equality.tabular import prepare_tabular, read_table
 
 with logging_to(snakemake.log[0]):
     raw, target = read_table(snakemake.input[0])
-    split = snakemake.params.split
+    spec = snakemake.params.spec
+    split = spec["split"]
     prepare_tabular(
         snakemake.wildcards.tabular,
-        snakemake.params.spec,
+        spec,
         raw,
         target,
         snakemake.output.data,
@@ -18,4 +19,5 @@ with logging_to(snakemake.log[0]):
         seed=split["seed"],
         test=split["test"],
         val=split["val"],
+        recipe=spec["recipe"],
     )

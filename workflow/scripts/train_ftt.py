@@ -23,6 +23,7 @@ with logging_to(snakemake.log[0]):
         max_epochs=t["max_epochs"],
         patience=t["patience"],
         batch_size=t["batch_size"],
+        binary_head=snakemake.params.binary_head,
         device=resolve_device(t["device"]),
         published=snakemake.params.published,
     )

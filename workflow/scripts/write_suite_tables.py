@@ -12,4 +12,5 @@ with logging_to(snakemake.log[0]):
         snakemake.input.baseline,
         dict(snakemake.output.items()),
         metrics_files=list(snakemake.input.metrics),
+        ablation_csv=snakemake.input.ablation[0] if snakemake.input.ablation else None,
     )

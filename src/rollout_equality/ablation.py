@@ -1,0 +1,223 @@
+"""The FT-Transformer recipe ablation: which preparation or training choice moves the condition's rate.
+
+Each setting of ``tabular.ablation`` is one table ``<table>@<setting>`` (rollout_equality.config.
+resolved_tables) trained with every seed and measured like any FT-Transformer run. This module reads
+those runs' records and metrics and writes:
+
+* ``summary``: per setting, what it changes against the reference recipe, the test score (mean, sd
+  over seeds), and the condition's rate on content and all tokens: pooled over seeds with a Wilson 95%
+  interval, the range of the per-seed rates, and the first block's content rate (pooled, range);
+* ``layers``: per setting, seed, token set and layer, the rate with its Wilson interval;
+* a LaTeX table, an HTML page and a figure (content and all-token rate against the layer, per setting,
+  mean over seeds with the seeds' range).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rollout_equality.io import require_paths
+
+ABLATION_FILES = ("summary", "layers", "html", "tex", "pdf", "png")
+"""The files :func:`write_ftt_ablation` writes, by key."""
+REFERENCE = "reference"
+"""The setting that changes nothing (the default recipe); the others are described against it."""
+
+
+def describe(entry: dict[str, Any], base: dict[str, Any]) -> str:
+    """What a setting changes against ``base`` (another resolved table entry), as ``key=value`` items."""
+    changes = []
+    if entry["source"] != base["source"]:
+        src = entry["source"]
+        if "csv" in src:
+            changes.append("rows=" + ("file+test_path" if src["csv"].get("test_path") else "file only"))
+        else:
+            changes.append("source=" + ",".join(src))
+    for section in ("split", "recipe", "training"):
+        for key, value in entry[section].items():
+            if base[section].get(key) != value:
+                changes.append(f"{key}={value}")
+    return "; ".join(changes) or "none (the reference recipe)"
+
+
+def _run_rates(records: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, model, token set, layer) holds and pairs of the records (layer −1: all layers)."""
+    both = pd.concat([records, records.assign(layer=-1)])
+    g = both.groupby(["dataset", "model", "token_set", "layer"], sort=True)["holds"]
+    return g.agg(holds="sum", pairs="size").reset_index()
+
+
+def ablation_tables(
+    record_paths: list[str | os.PathLike], metrics_paths: list[str | os.PathLike], settings: dict[str, dict]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary, layers) of the ablation runs; ``settings`` maps each ablation table name to its resolved entry."""
+    from rollout_equality.baseline import wilson_interval
+    from rollout_equality.records import read_records
+
+    records = pd.concat([read_records(p) for p in record_paths], ignore_index=True)
+    unknown = sorted(set(records["dataset"]) - set(settings))
+    if unknown:
+        raise ValueError(f"records of tables {unknown} are not settings of the ablation ({sorted(settings)})")
+    scores = pd.DataFrame([json.loads(Path(p).read_text()) for p in metrics_paths])
+    per_run = _run_rates(records)
+    per_run["seed"] = per_run["model"].str.removeprefix("ftt_seed").astype(int)
+    per_run["rate"] = per_run["holds"] / per_run["pairs"]
+    ci = [wilson_interval(int(k), int(n)) for k, n in zip(per_run["holds"], per_run["pairs"])]
+    per_run["ci_low"], per_run["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
+
+    names = {t: e["ablation"]["setting"] for t, e in settings.items()}
+    order = list(settings)
+    reference = next((t for t in order if names[t] == REFERENCE), order[0])
+    rows = []
+    for table in order:
+        entry = settings[table]
+        runs = per_run[per_run["dataset"] == table]
+        sc = scores[scores["dataset"] == table] if not scores.empty else scores
+        row: dict[str, Any] = {
+            "setting": names[table],
+            "label": entry["ablation"]["label"],
+            "changes": "reference recipe" if table == reference else describe(entry, settings[reference]),
+            "seeds": int(runs["seed"].nunique()),
+            "metric": sc["metric"].iloc[0] if len(sc) else "",
+            "test_mean": float(sc["test"].mean()) if len(sc) else float("nan"),
+            "test_sd": float(sc["test"].std(ddof=1)) if len(sc) > 1 else float("nan"),
+            "best_epoch_mean": float(sc["best_epoch"].mean()) if len(sc) else float("nan"),
+        }
+        for token_set in ("content", "all"):
+            for what, layer in (("", -1), ("first_", 0)):
+                r = runs[(runs["token_set"] == token_set) & (runs["layer"] == layer)]
+                k, n = int(r["holds"].sum()), int(r["pairs"].sum())
+                low, high = wilson_interval(k, n) if n else (float("nan"), float("nan"))
+                prefix = f"{what}{token_set}"
+                row[f"{prefix}_rate"] = k / n if n else float("nan")
+                if not what:
+                    row[f"{prefix}_ci_low"], row[f"{prefix}_ci_high"] = low, high
+                row[f"{prefix}_seed_min"] = float(r["rate"].min()) if n else float("nan")
+                row[f"{prefix}_seed_max"] = float(r["rate"].max()) if n else float("nan")
+        rows.append(row)
+    summary = pd.DataFrame(rows)
+    layers = per_run[per_run["layer"] >= 0].assign(setting=lambda d: d["dataset"].map(names))
+    layers = layers[["setting", "seed", "token_set", "layer", "pairs", "holds", "rate", "ci_low", "ci_high"]]
+    layers = layers.assign(_o=layers["setting"].map({names[t]: i for i, t in enumerate(order)}))
+    layers = layers.sort_values(["_o", "token_set", "seed", "layer"], kind="stable").drop(columns="_o")
+    return summary, layers.reset_index(drop=True)
+
+
+def ablation_figure(layers: pd.DataFrame, summary: pd.DataFrame):
+    """Rate against the layer per setting (mean over seeds, the seeds' range shaded), content and all tokens."""
+    from rollout_equality.figures import plt
+    from rollout_equality.tables import FTT_CLAIM
+
+    _, _, _, low_claim, high_claim = FTT_CLAIM
+    fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.4), sharey=True)
+    labels = dict(zip(summary["setting"], summary["label"]))
+    for ax, token_set in zip(axes, ("content", "all")):
+        ax.axhspan(
+            100 * low_claim,
+            100 * high_claim,
+            color="0.9",
+            label=f"paper (all blocks pooled): {100 * low_claim:.0f}–{100 * high_claim:.0f}%",
+        )
+        for i, setting in enumerate(summary["setting"]):
+            g = layers[(layers["setting"] == setting) & (layers["token_set"] == token_set)]
+            by_layer = g.groupby("layer")["rate"]
+            mean, low, high = by_layer.mean(), by_layer.min(), by_layer.max()
+            colour = f"C{i % 10}"
+            ax.plot(mean.index, 100 * mean, "o-", ms=3, lw=1.2, color=colour, label=labels[setting])
+            ax.fill_between(mean.index, 100 * low, 100 * high, color=colour, alpha=0.15, lw=0)
+        n_layers = int(layers["layer"].max()) + 1 if len(layers) else 1
+        ax.set_xticks(range(n_layers), [str(b + 1) for b in range(n_layers)])
+        ax.set_xlabel("block")
+        ax.set_title(f"{token_set} tokens", fontsize=9)
+        ax.set_ylim(-3, 103)
+        ax.grid(alpha=0.3, lw=0.5)
+    axes[0].set_ylabel("condition holds (%)")
+    axes[1].legend(fontsize=6.5, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle("FT-Transformer recipe ablation: mean over seeds, seeds' range shaded", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def write_ftt_ablation(
+    record_paths: list[str | os.PathLike],
+    metrics_paths: list[str | os.PathLike],
+    settings: dict[str, dict],
+    out: Mapping[str, str | os.PathLike],
+) -> pd.DataFrame:
+    """Write the ablation's tables and figure to ``out`` (every key of :data:`ABLATION_FILES`); return the summary."""
+    from rollout_equality.figures import write_figure
+    from rollout_equality.tables import write_csv, write_html, write_latex
+
+    require_paths(out, ABLATION_FILES, "write_ftt_ablation")
+    summary, layers = ablation_tables(record_paths, metrics_paths, settings)
+    write_csv(summary, out["summary"])
+    write_csv(layers, out["layers"])
+    write_html(summary, out["html"], "FT-Transformer recipe ablation (rates pooled over seeds)")
+
+    def pct(value: float) -> str:
+        return "" if pd.isna(value) else f"{100 * value:.1f}"
+
+    def span(low: float, high: float) -> str:
+        return "" if pd.isna(low) else f"{100 * low:.0f}–{100 * high:.0f}"
+
+    tex = pd.DataFrame(
+        {
+            "setting": summary["label"],
+            "changes": summary["changes"],
+            "test": [
+                f"{m:.4f}" + ("" if pd.isna(s) else f" ± {s:.4f}")
+                for m, s in zip(summary["test_mean"], summary["test_sd"])
+            ],
+            "content %": [pct(v) for v in summary["content_rate"]],
+            "seeds %": [span(lo, hi) for lo, hi in zip(summary["content_seed_min"], summary["content_seed_max"])],
+            "block 1 %": [pct(v) for v in summary["first_content_rate"]],
+            "all %": [pct(v) for v in summary["all_rate"]],
+        }
+    )
+    write_latex(tex, out["tex"], "the FT-Transformer ablation's records", column_format="p{2.6cm}p{4.4cm}lrrrr")
+    write_figure(ablation_figure(layers, summary), out["pdf"], out["png"])
+    return summary
+
+
+def ablation_section(out: str | os.PathLike, inputs: Mapping[str, str | os.PathLike] | None, table: str | None) -> None:
+    """The paper's ablation section for one suite (``paper/tables/<suite>/ftt_ablation_section.tex``).
+
+    ``inputs`` (keys ``tex``, ``pdf``, ``summary``: the ablation's files) when the suite shows the ablation:
+    the section inputs its table and figure, and records their SHA-256 so that a changed ablation rebuilds
+    the PDF. ``None``: a sentence saying it was not run for this suite and how to run it.
+    """
+    import hashlib
+
+    from rollout_equality.io import write_text
+
+    head = "% Generated by rollout_equality.ablation.ablation_section; do not edit.\n"
+    if inputs is None:
+        write_text(
+            out,
+            head
+            + "\\paragraph{Recipe ablation.} Not shown for this suite: add it to \\texttt{tabular.ablation.suites} "
+            "in config.yaml, or run \\texttt{snakemake ftt\\_ablation} for the ablation on its own.\n",
+        )
+        return
+    require_paths(inputs, ("tex", "pdf", "summary"), "ablation_section")
+    digests = "".join(
+        f"% {key}: sha256 {hashlib.sha256(Path(inputs[key]).read_bytes()).hexdigest()}\n"
+        for key in ("tex", "pdf", "summary")
+    )
+    name = (table or "").replace("_", "\\_")
+    write_text(
+        out,
+        head
+        + digests
+        + f"\\subsection*{{Recipe ablation on \\texttt{{{name}}}}}\n"
+        + "Each setting changes one choice of the reference recipe (Gorishniy et al.\\ 2021) or several; "
+        + "rates pool every seed, \\emph{seeds} gives the range of the per-seed rates.\n"
+        + "\\begin{center}\\scriptsize\\input{tables/ftt_ablation}\\end{center}\n"
+        + "\\begin{center}\\includegraphics[width=\\linewidth]{figures/ftt_ablation}\\end{center}\n",
+    )

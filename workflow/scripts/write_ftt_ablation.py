@@ -1,0 +1,14 @@
+"""rule write_ftt_ablation → rollout_equality.ablation.write_ftt_ablation"""
+
+import _checkout  # noqa: F401  (this checkout's library first)
+
+from rollout_equality.ablation import write_ftt_ablation
+from rollout_equality.io import logging_to
+
+with logging_to(snakemake.log[0]):
+    write_ftt_ablation(
+        list(snakemake.input.records),
+        list(snakemake.input.metrics),
+        snakemake.params.settings,
+        dict(snakemake.output.items()),
+    )

@@ -1,0 +1,14 @@
+"""rule write_ftt_ablation_section → rollout_equality.ablation.ablation_section"""
+
+import _checkout  # noqa: F401  (this checkout's library first)
+
+from rollout_equality.ablation import ablation_section
+from rollout_equality.io import logging_to
+
+with logging_to(snakemake.log[0]):
+    files = list(snakemake.input)
+    ablation_section(
+        snakemake.output[0],
+        dict(zip(("tex", "pdf", "summary"), files)) if files else None,
+        snakemake.params.table,
+    )
