@@ -118,10 +118,46 @@ def test_real_minilm_offline(tmp_path):
     assert all(r["kappa_rollout"] <= r["product_kappa_half"] + 1e-12 <= r["product_bound"] + 2e-12 for r in ro)
 
 
+@pytest.mark.parametrize("name", ["dinov2_reg", "roberta", "distilbert", "timm_vit", "timm_deit_distilled"])
+def test_random_controls_draw_the_weights_saving_them_gave(name, built, tmp_path):
+    """A random_init model's directory holds no weights: they are drawn at load from the seed, and they are
+    the weights that building, saving and reloading the model gave (the layout before)."""
+    import timm
+    import transformers
+
+    info = built[name]
+    path = Path(info["path"])
+    assert not list(path.glob("*.safetensors")) and not list(path.glob("*.bin"))
+    assert info["weights"] == "drawn at load from random_init.seed"
+    backend, _, spec, _ = FAMILIES[name]
+    torch.manual_seed(info["random_init"]["seed"])
+    if backend == "timm":
+        from rollout_equality.extract.timm_backend import load_timm, save_timm
+
+        model = timm.create_model(spec["timm_name"], pretrained=False, **spec.get("kwargs", {}))
+        save_timm(model, spec["timm_name"], tmp_path, model_args=spec.get("kwargs", {}))
+        saved = load_timm(tmp_path)
+    else:
+        config = transformers.AutoConfig.from_pretrained(path)  # as built: vocabulary size from the tokenizer
+        transformers.AutoModel.from_config(config).save_pretrained(tmp_path)
+        saved = transformers.AutoModel.from_pretrained(tmp_path, attn_implementation="eager")
+    drawn = load(info).model
+    mine, theirs = drawn.state_dict(), saved.state_dict()
+    assert mine.keys() == theirs.keys()
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine)
+    assert not all(
+        torch.equal(a, b)
+        for a, b in zip(
+            mine.values(), load({**info, "random_init": {**info["random_init"], "seed": 1}}).model.state_dict().values()
+        )
+    )
+
+
 def test_sdpa_returns_no_attention_and_is_refused(built):
     import transformers
 
-    model = transformers.AutoModel.from_pretrained(built["bert"]["path"], attn_implementation="sdpa").eval()
+    config = transformers.AutoConfig.from_pretrained(built["bert"]["path"])
+    model = transformers.AutoModel.from_config(config, attn_implementation="sdpa").eval()
     tok = transformers.AutoTokenizer.from_pretrained(built["bert"]["path"])
     with torch.inference_mode():
         out = model(**tok(["hello world"], return_tensors="pt"), output_attentions=True)
@@ -232,11 +268,15 @@ def test_a_model_split_over_distributions_is_joined_checked_unpacked_and_loaded(
     import importlib
     import io
     import json
+    import shutil
     import zipfile
 
+    source = tmp_path / "tiny-bert"  # the tiny BERT with its weights saved, as a hub snapshot holds it
+    shutil.copytree(built["bert"]["path"], source)
+    load(built["bert"]).model.save_pretrained(source)
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:
-        for path in sorted(Path(built["bert"]["path"]).iterdir()):
+        for path in sorted(source.iterdir()):
             zf.write(path, f"tiny-bert/{path.name}")
         zf.writestr("other/readme.txt", "not the model")
     data = archive.getvalue()
@@ -258,9 +298,7 @@ def test_a_model_split_over_distributions_is_joined_checked_unpacked_and_loaded(
     assert record["archive_sha256"] == hashlib.sha256(data).hexdigest()
     weights = Path(info["path"]) / record["weights"]
     assert record["weights_sha256"] == hashlib.sha256(weights.read_bytes()).hexdigest()
-    assert sorted(p.name for p in Path(info["path"]).iterdir()) == sorted(
-        p.name for p in Path(built["bert"]["path"]).iterdir()
-    )
+    assert sorted(p.name for p in Path(info["path"]).iterdir()) == sorted(p.name for p in source.iterdir())
     assert json.loads((tmp_path / "models/zipped/dist_zip.json").read_text()) == record
     layers, special = load(info, "cpu", max_tokens=32)(["a zipped model"])[0]
     reference, _ = load(built["bert"], "cpu", max_tokens=32)(["a zipped model"])[0]

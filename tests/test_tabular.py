@@ -63,7 +63,7 @@ def prepared(name, spec, path, seed=0, test=0.2, recipe=RECIPE):
 
 def test_real_uci_adult_offline(tmp_path):
     m = prepared("adult_uci", ADULT, tmp_path)
-    assert sum(m["n"].values()) == 32561 and m["n"]["test"] == 6512 and m["n"]["val"] == 6512
+    assert m["n"] == {"test": 6512, "val": 5210, "train": 20839}  # 64/16/20: val is 20% of the non-test rows
     assert m["recipe"] == {"quantile_noise": "reference", "n_quantiles": "auto", "categories": "train"}
     assert m["cont_features"] == ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
     assert len(m["cat_features"]) == 8 and m["target_info"]["classes"] == ["<=50K", ">50K"]
@@ -167,6 +167,7 @@ def test_split_is_seeded_and_disjoint():
     a, b = split_indices(100, 1, 0.2, 0.2), split_indices(100, 1, 0.2, 0.2)
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert sorted(np.concatenate(list(a.values())).tolist()) == list(range(100))
+    assert {k: len(v) for k, v in split_indices(1000, 0, 0.2, 0.2).items()} == {"test": 200, "val": 160, "train": 640}
     with pytest.raises(ValueError, match="test split is empty"):
         split_indices(2, 0, 0.1, 0.1)
 

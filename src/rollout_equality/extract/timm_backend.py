@@ -50,13 +50,17 @@ def load_timm(path: str | Path) -> torch.nn.Module:
 
 
 class TimmExtractor:
-    def __init__(self, path: str, device: str):
+    def __init__(self, path: str, device: str, random_init: dict | None = None):
+        """``random_init``: the entry of a random model, its weights drawn from its seed
+        (:func:`rollout_equality.models.load_timm_model`); else the weights in ``path``."""
         import timm
         import timm.data
         from timm.utils import AttentionExtract
 
+        from rollout_equality.models import load_timm_model
+
         self.path, self.device = path, device
-        self.model = load_timm(path).to(device).eval()
+        self.model = (load_timm(path) if random_init is None else load_timm_model(random_init)).to(device).eval()
         for module in self.model.modules():  # the softmax exists only on the unfused path
             if hasattr(module, "fused_attn"):
                 module.fused_attn = False

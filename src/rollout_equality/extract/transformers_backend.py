@@ -43,12 +43,21 @@ def special_token_count(model: torch.nn.Module) -> int | None:
 
 class TransformersExtractor:
     def __init__(
-        self, path: str, modality: str, device: str, max_tokens: int | None = None, image_backend: str = "pil"
+        self,
+        path: str,
+        modality: str,
+        device: str,
+        max_tokens: int | None = None,
+        image_backend: str = "pil",
+        seed: int | None = None,
     ):
+        """``seed``: a ``random_init`` model, its weights drawn from the seed (:func:`load_transformers_model`)."""
         import transformers
 
+        from rollout_equality.models import load_transformers_model
+
         self.path, self.modality, self.device, self.max_tokens = path, modality, device, max_tokens
-        self.model = transformers.AutoModel.from_pretrained(path, attn_implementation="eager")
+        self.model = load_transformers_model(path, seed)
         self.model.to(device).eval()
         if self.model.config._attn_implementation != "eager":
             raise NoAttentionError(
