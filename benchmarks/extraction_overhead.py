@@ -1,14 +1,18 @@
 """Cost of the analysis next to the forward pass, and the paper run it implies.
 
-    python benchmarks/extraction_overhead.py [--models NAME ...] [--repeats 3] [--device cpu]
+    python benchmarks/extraction_overhead.py [--models NAME ...] [--repeats 3] [--batch 8] [--device cpu]
 
 For each paper architecture (the random controls of config.yaml: exact published
-sizes, random weights), one input at the paper's resolution (224 px images; text
-of --text-tokens tokens): time of the eager forward alone, and of the eager
-forward with attentions + head averaging + the condition and rollout analysis of
-both token sets (the whole per-input work of rule measure). Prints their ratio
-(target ≤ 1.3×) and, from the per-input costs and the paper suite's data set
-sizes, the estimated time of the whole paper run on this machine.
+sizes, random weights), inputs at the paper's resolution (224 px images; text of
+--text-tokens tokens), --batches batches of --batch inputs: time per input of the eager
+forward alone, and of rule measure's whole per-input work (eager forward with
+attentions, head averaging, the condition and rollout analysis of both token sets,
+through rollout_equality.measure.measure_inputs), once analysing after each forward
+(sequential) and once analysing batch k while batch k + 1 runs (overlap, the default
+of extraction.overlap). Prints both ratios to the forward alone (target ≤ 1.3×) and,
+from the per-input costs and the paper suite's data set sizes, the estimated time of
+the whole paper run on this machine. On a CUDA device (--device cuda) the forward runs
+there and the analysis on the CPU beside it.
 A measurement script, not a test: medians of --repeats after a warm-up.
 """
 
@@ -22,7 +26,7 @@ import torch
 import yaml
 from _timing import median_time
 
-from rollout_equality.records import analyse_input
+from rollout_equality.measure import measure_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,7 +38,7 @@ def build(spec: dict):
     if spec["backend"] == "timm":
         import timm
 
-        model = timm.create_model(ri["timm_name"], pretrained=False)
+        model = timm.create_model(ri["timm_name"], pretrained=False).eval().to(ARGS.device)
         for m in model.modules():
             if hasattr(m, "fused_attn"):
                 m.fused_attn = False
@@ -54,7 +58,7 @@ def build(spec: dict):
 
     cfg = dict(ri["config"])
     config = transformers.AutoConfig.for_model(cfg.pop("model_type"), **cfg)
-    model = transformers.AutoModel.from_config(config, attn_implementation="eager").eval()
+    model = transformers.AutoModel.from_config(config, attn_implementation="eager").eval().to(ARGS.device)
     if spec["modality"] == "image":
         x = {"pixel_values": torch.randn(1, 3, 224, 224)}
         n_prefix = 1 + getattr(config, "num_register_tokens", 0)
@@ -71,33 +75,69 @@ def build(spec: dict):
     return plain, with_attention, x
 
 
-def full_step(with_attention, x):
-    attentions, n_prefix = with_attention(x)
-    avg = torch.stack([a.float().mean(dim=1) for a in attentions], dim=1)[0].numpy()
-    n = avg.shape[-1]
-    special = np.zeros(n, dtype=bool)
-    if n_prefix is None:  # text: [CLS] … [SEP]
-        special[[0, -1]] = True
-    else:
-        special[:n_prefix] = True
-    analyse_input(avg, special, model="m", dataset="d", input_id="x")
+def extractor_of(with_attention, device):
+    """rule measure's extractor for a batch (a list of the same input): forward, head average, special mask."""
+
+    def run(batch):
+        x = batch[0]
+        if isinstance(x, dict):
+            x = {k: v.expand(len(batch), *v.shape[1:]).to(device) for k, v in x.items()}
+        else:
+            x = x.expand(len(batch), *x.shape[1:]).to(device)
+        attentions, n_prefix = with_attention(x)
+        avg = torch.stack([a.float().mean(dim=1) for a in attentions], dim=1).cpu().numpy()
+        n = avg.shape[-1]
+        special = np.zeros(n, dtype=bool)
+        if n_prefix is None:  # text: [CLS] … [SEP]
+            special[[0, -1]] = True
+        else:
+            special[:n_prefix] = True
+        return [(layers, special) for layers in avg]
+
+    return run
 
 
 def main():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     controls = {name: spec for name, spec in config["models"].items() if "random_init" in spec}
     names = ARGS.models or list(controls)
-    torch.set_num_threads(torch.get_num_threads())
-    print(f"device: {ARGS.device}, torch threads: {torch.get_num_threads()}")
-    print(f"{'architecture':<26} {'forward':>10} {'fwd+attn+analysis':>18} {'ratio':>7}")
+    device = torch.device(ARGS.device)
+    print(f"device: {device}, torch threads: {torch.get_num_threads()}, batch {ARGS.batch} × {ARGS.batches}")
+    print(
+        f"{'architecture':<26} {'forward/input':>14} {'sequential':>11} {'overlap':>9} {'ratio seq':>10} {'ratio ovl':>10}"
+    )
     per_input = {}
     for name in names:
         plain, with_attention, x = build(controls[name])
+        extractor = extractor_of(with_attention, device)
+        inputs = [x] * (ARGS.batch * ARGS.batches)
+        ids = [f"x{i}" for i in range(len(inputs))]
+
+        def forward_only():
+            for _ in range(ARGS.batches):
+                batch = [x] * ARGS.batch
+                xb = (
+                    {k: v.expand(ARGS.batch, *v.shape[1:]).to(device) for k, v in x.items()}
+                    if isinstance(x, dict)
+                    else x.expand(ARGS.batch, *x.shape[1:]).to(device)
+                )
+                plain(xb)
+                del batch
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+
+        def measured(overlap):
+            measure_inputs(extractor, ids, inputs, model="m", dataset="d", batch_size=ARGS.batch, overlap=overlap)
+
         with torch.inference_mode():
-            t_plain = median_time(lambda: plain(x), ARGS.repeats)
-            t_full = median_time(lambda: full_step(with_attention, x), ARGS.repeats)
-        per_input[name.removesuffix("_random")] = t_full
-        print(f"{name:<26} {t_plain:9.3f}s {t_full:17.3f}s {t_full / t_plain:6.2f}×", flush=True)
+            t_plain = median_time(forward_only, ARGS.repeats) / len(inputs)
+            t_seq = median_time(lambda: measured(False), ARGS.repeats) / len(inputs)
+            t_ovl = median_time(lambda: measured(True), ARGS.repeats) / len(inputs)
+        per_input[name.removesuffix("_random")] = min(t_seq, t_ovl)
+        print(
+            f"{name:<26} {t_plain:13.3f}s {t_seq:10.3f}s {t_ovl:8.3f}s {t_seq / t_plain:9.2f}× {t_ovl / t_plain:9.2f}×",
+            flush=True,
+        )
     # the paper run: every paper experiment's data set size × that architecture's per-input cost
     total = 0.0
     for exp in config["suites"]["paper"]:
@@ -106,7 +146,7 @@ def main():
             print(f"  (no estimate for {exp['model']}: not measured)")
             continue
         total += cost * config["datasets"][exp["dataset"]]["n"]
-    print(f"\nestimated paper run (measure rules, batch 1): {total / 3600:.2f} h on this machine ({ARGS.device})")
+    print(f"\nestimated paper run (measure rules): {total / 3600:.2f} h on this machine ({ARGS.device})")
 
 
 if __name__ == "__main__":
@@ -115,5 +155,7 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--text-tokens", type=int, default=128)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch", type=int, default=8, help="inputs per forward pass (extraction.batch_size)")
+    parser.add_argument("--batches", type=int, default=3, help="batches per timed run")
     ARGS = parser.parse_args()
     main()

@@ -97,6 +97,19 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
         assert a["kappa_rollout"] == pytest.approx(b["kappa_rollout"], abs=1e-5)
 
 
+@pytest.mark.parametrize("name", ["bert", "dinov2_reg"])
+def test_analysing_beside_the_forward_pass_gives_the_same_records_in_order(name, built, images):
+    ex = load(built[name], "cpu", max_tokens=32)
+    inputs = (TEXTS if FAMILIES[name][1] == "text" else images) * 3
+    ids = [f"x{i}" for i in range(len(inputs))]
+    kwargs = dict(model=name, dataset="d", batch_size=2, dump_inputs=3)
+    plain = measure_inputs(ex, ids, inputs, **kwargs)
+    overlapped = measure_inputs(ex, ids, inputs, overlap=True, **kwargs)
+    assert plain[0] == overlapped[0] and plain[1] == overlapped[1]
+    assert plain[2].keys() == overlapped[2].keys()
+    assert all(np.array_equal(plain[2][k], overlapped[2][k]) for k in plain[2])
+
+
 def test_real_minilm_offline(tmp_path):
     info = prepare_model(
         "minilm",

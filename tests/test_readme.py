@@ -120,3 +120,38 @@ def test_offline_suite_ft_transformer(rates):
         *span("diabetes", "content"),
         *span("diabetes", "all"),
     ]
+
+
+def test_ftt_ablation_numbers():
+    """The ablation paragraph against the ablation's own summary (docs/ftt_ablation/, a 5-epoch run)."""
+    text = paragraph("**What moves the FT-Transformer rate.**")
+    df = pd.read_csv(REPO / "docs" / "ftt_ablation" / "summary.csv").set_index("setting")
+    low, high = re.search(r"test accuracy is ([\d.]+)–([\d.]+) under every setting", text).groups()
+    assert (f"{df['test_mean'].min():.3f}", f"{df['test_mean'].max():.3f}") == (low, high)
+    low, high, ref, s_low, s_high = map(
+        float,
+        re.search(
+            r"content tokens is ([\d.]+)–([\d.]+)% across settings \(reference recipe ([\d.]+)%, its\s+seeds "
+            r"([\d.]+)–([\d.]+)%\)",
+            text,
+        ).groups(),
+    )
+    assert (pct(df["content_rate"].min()), pct(df["content_rate"].max())) == (low, high)
+    r = df.loc["reference"]
+    assert (pct(r["content_rate"]), pct(r["content_seed_min"]), pct(r["content_seed_max"])) == (ref, s_low, s_high)
+    first = re.search(
+        r"first-block rate ([\d.]+)–([\d.]+)% across seeds, against ([\d.]+)–([\d.]+)% under the reference recipe; "
+        r"with every choice of the independent re-implementation at once ([\d.]+)–([\d.]+)%",
+        text,
+    ).groups()
+    expected = [
+        df.loc["no_quantile_noise", "first_content_seed_min"],
+        df.loc["no_quantile_noise", "first_content_seed_max"],
+        r["first_content_seed_min"],
+        r["first_content_seed_max"],
+        df.loc["independent", "first_content_seed_min"],
+        df.loc["independent", "first_content_seed_max"],
+    ]
+    assert list(map(float, first)) == [pct(v) for v in expected]
+    q = float(re.search(r"1000 quantiles: ([\d.]+)%", text).group(1))
+    assert q == pct(df.loc["quantiles_1000", "content_rate"])

@@ -213,6 +213,17 @@ def test_offline_suite_end_to_end_is_deterministic(local_runs):
     assert len(ftt) == 10 * 3 * 2 and set(ftt["n_tokens"]) == {31, 30}
     claims = pd.read_csv(a / "results/tables/offline/claims.csv")
     assert claims.iloc[0]["claim"].startswith("uniformly random") and set(claims["status"]) >= {"not run"}
+    # the recipe ablation (tiny: 3 settings of cancer, 1 seed): its own tables and a claims row of its range
+    ablation = pd.read_csv(a / "results/tables/ftt_ablation/summary.csv")
+    assert ablation["setting"].tolist() == ["reference", "two_logits", "no_noise"]
+    assert ablation["changes"].tolist()[:2] == ["reference recipe", "binary_head=two_logits"]
+    assert ablation["content_rate"].between(0, 1).all() and (ablation["seeds"] == 1).all()
+    layers = pd.read_csv(a / "results/tables/ftt_ablation/layers.csv")
+    assert len(layers) == 3 * 2 * 3  # settings × token sets × blocks
+    recipe_row = claims[claims["status"] == "recipe-dependent"]
+    assert len(recipe_row) == 1 and recipe_row.iloc[0]["subject"] == "recipe ablation (3 settings × 1 seed)"
+    section = (a / "paper/tables/offline/ftt_ablation_section.tex").read_text()
+    assert "\\input{tables/ftt_ablation}" in section and "sha256" in section
     assert (a / "paper/tables/offline/model_rates.tex").read_text().count("\\toprule") == 1
     ftt_rows = pd.read_csv(a / "results/tables/offline/ftt.csv")
     assert ftt_rows[["dataset", "seed", "metric"]].values.tolist() == [["cancer", 0, "accuracy"]]

@@ -6,7 +6,8 @@ computation per matrix (one sweep serves both: :func:`upper_tv_pair`), then a
 few O(n²) reductions. numba compiles loops that
 read each row pair once, vectorise the inner sum, spread rows over threads and
 keep each matrix's work in cache. Each pair's sum is computed by one thread in
-a fixed order, so results do not depend on the number of threads.
+a fixed order, so results do not depend on the number of threads. The kernels
+release the GIL, so a worker thread can analyse while the network runs.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def _block_tv(A, out, i0):
             _pair_tv(A, out, i, jj)
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
+@numba.njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _upper_tv_kernel(A, out):
     # Block b (rows 4b..4b+3) costs about n - 4b; pairing block t with the last
     # but t gives every work item the same cost, so prange's static schedule
@@ -122,7 +123,7 @@ def _tv_half(A, B, tv_a_ij, i, j):
     return 0.5 * (0.5 * off + abs(B[i, i] - B[j, i]) + abs(B[i, j] - B[j, j]))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _half_tv_kernel(A, B, tv_a, out):
     n = A.shape[0]
     for i in range(n):
@@ -151,7 +152,39 @@ def upper_tv_pair(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return tv_a, tv_b
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always", cache=True)
+def _row_kappas(A, B, tv_a, i, row_ka, row_kb):
+    ka = 0.0
+    kb = 0.0
+    for j in range(i + 1, A.shape[0]):
+        if tv_a[i, j] > ka:
+            ka = tv_a[i, j]
+        tv_b = _tv_half(A, B, tv_a[i, j], i, j)
+        if tv_b > kb:
+            kb = tv_b
+    row_ka[i] = ka
+    row_kb[i] = kb
+
+
+@numba.njit(inline="always", cache=True)
+def _row_witness(A, tv_a, kappa_a, atol, i, row_count, row_best, row_j):
+    count = 0
+    best = np.inf
+    bj = -1
+    for j in range(i + 1, A.shape[0]):
+        gap = kappa_a - tv_a[i, j]
+        if gap <= atol:
+            count += 1
+        defect = gap + max(A[j, i] - A[i, i], 0.0) + max(A[i, j] - A[j, j], 0.0)
+        if defect < best:
+            best = defect
+            bj = j
+    row_count[i] = count
+    row_best[i] = best
+    row_j[i] = bj
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
 def condition_from_tv(A, B, tv_a, atol):
     """Reduce the TV matrix of A to the condition's numbers, with κ(B) of B = ½(I+A).
 
@@ -161,31 +194,40 @@ def condition_from_tv(A, B, tv_a, atol):
     TV_ij ≥ κ(A) − atol, witness i, witness j). The witness is the pair of
     smallest defect δ_ij = (κ − TV_ij) + (A_ji − A_ii)₊ + (A_ij − A_jj)₊ (first
     in row-major order on ties) when that defect is at most 2·atol, else (-1, -1).
+
+    Rows are spread over threads (row t with row n − 1 − t, for balance); the rows'
+    numbers are combined in row order, so the result does not depend on the threads.
     """
     n = A.shape[0]
+    half = (n + 1) // 2
+    row_ka = np.zeros(n)
+    row_kb = np.zeros(n)
+    for t in numba.prange(half):
+        _row_kappas(A, B, tv_a, t, row_ka, row_kb)
+        if n - 1 - t != t:
+            _row_kappas(A, B, tv_a, n - 1 - t, row_ka, row_kb)
     kappa_a = 0.0
     kappa_b = 0.0
     for i in range(n):
-        for j in range(i + 1, n):
-            if tv_a[i, j] > kappa_a:
-                kappa_a = tv_a[i, j]
-            tv_b = _tv_half(A, B, tv_a[i, j], i, j)
-            if tv_b > kappa_b:
-                kappa_b = tv_b
+        kappa_a = max(kappa_a, row_ka[i])
+        kappa_b = max(kappa_b, row_kb[i])
+    row_count = np.zeros(n, dtype=np.int64)
+    row_best = np.full(n, np.inf)
+    row_j = np.full(n, -1, dtype=np.int64)
+    for t in numba.prange(half):
+        _row_witness(A, tv_a, kappa_a, atol, t, row_count, row_best, row_j)
+        if n - 1 - t != t:
+            _row_witness(A, tv_a, kappa_a, atol, n - 1 - t, row_count, row_best, row_j)
     n_max = 0
     best = np.inf
     wi = -1
     wj = -1
-    for i in range(n):
-        for j in range(i + 1, n):
-            gap = kappa_a - tv_a[i, j]
-            if gap <= atol:
-                n_max += 1
-            defect = gap + max(A[j, i] - A[i, i], 0.0) + max(A[i, j] - A[j, j], 0.0)
-            if defect < best:
-                best = defect
-                wi = i
-                wj = j
+    for i in range(n):  # row order: the first minimal defect in row-major order
+        n_max += row_count[i]
+        if row_best[i] < best:
+            best = row_best[i]
+            wi = i
+            wj = row_j[i]
     if not best <= 2.0 * atol:
         wi = -1
         wj = -1

@@ -41,12 +41,16 @@ def measure_inputs(
     atol: float = DEFAULT_ATOL,
     row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
     dump_inputs: int = 0,
+    overlap: bool = False,
 ) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
     """Run the extractor batch by batch and analyse each input alone.
 
     Returns (layer rows, rollout rows, dumped attention of the first ``dump_inputs``
     inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``).
-    Memory stays bounded by one batch of attention maps.
+    Memory stays bounded by two batches of attention maps.
+
+    ``overlap``: analyse batch k on a worker thread while batch k + 1 runs through the network
+    (the compiled kernels release the GIL). The records are the same, in the same order, either way.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1; got {batch_size}")
@@ -55,18 +59,50 @@ def measure_inputs(
     layer_rows: list[dict] = []
     rollout_rows: list[dict] = []
     dump: dict[str, np.ndarray] = {}
-    starts = range(0, len(inputs), batch_size)
-    for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
-        for k, (layers, special) in enumerate(extractor(inputs[start : start + batch_size])):
-            input_id = ids[start + k]
-            rows, ro = analyse_input(
-                layers, special, model=model, dataset=dataset, input_id=input_id, atol=atol, row_sum_atol=row_sum_atol
+
+    def analyse_batch(start: int, batch: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[list, list]]:
+        out = []
+        for k, (layers, special) in enumerate(batch):
+            out.append(
+                analyse_input(
+                    layers,
+                    special,
+                    model=model,
+                    dataset=dataset,
+                    input_id=ids[start + k],
+                    atol=atol,
+                    row_sum_atol=row_sum_atol,
+                )
             )
+        return out
+
+    def collect(start: int, batch, analysed) -> None:
+        nonlocal layer_rows, rollout_rows
+        for k, ((layers, special), (rows, ro)) in enumerate(zip(batch, analysed)):
             layer_rows += rows
             rollout_rows += ro
             if start + k < dump_inputs:
-                dump[f"{input_id}/attention"] = np.asarray(layers, dtype=np.float32)
-                dump[f"{input_id}/special"] = np.asarray(special, dtype=bool)
+                dump[f"{ids[start + k]}/attention"] = np.asarray(layers, dtype=np.float32)
+                dump[f"{ids[start + k]}/special"] = np.asarray(special, dtype=bool)
+
+    starts = range(0, len(inputs), batch_size)
+    if not overlap:
+        for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
+            batch = extractor(inputs[start : start + batch_size])
+            collect(start, batch, analyse_batch(start, batch))
+        return layer_rows, rollout_rows, dump
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="analyse") as pool:
+        pending = None
+        for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
+            batch = extractor(inputs[start : start + batch_size])
+            if pending is not None:
+                collect(*pending[:2], pending[2].result())
+            pending = (start, batch, pool.submit(analyse_batch, start, batch))
+        if pending is not None:
+            collect(*pending[:2], pending[2].result())
     return layer_rows, rollout_rows, dump
 
 
@@ -86,6 +122,7 @@ def measure(
     image_backend: str = "pil",
     dump_inputs: int = 0,
     dump_path: str | os.PathLike | None = None,
+    overlap: bool | str = "auto",
 ) -> None:
     """Records of ``model`` on the prepared data set in ``data_dir``: layer records to ``out_path``,
     rollout records to ``rollout_path``, attention of the first ``dump_inputs`` inputs to ``dump_path``."""
@@ -98,6 +135,8 @@ def measure(
         )
     ids, inputs, manifest = load_inputs(data_dir)
     device = resolve_device(device)
+    if overlap == "auto":  # analyse beside the network when the network is not on the CPU's cores
+        overlap = device.startswith("cuda")
     extractor = load(model_info, device, max_tokens=max_tokens, image_backend=image_backend)
     log.info("measuring %s on %s: %d inputs, batch %d, device %s", model, dataset, len(ids), batch_size, device)
     layer_rows, rollout_rows, dump = measure_inputs(
@@ -110,6 +149,7 @@ def measure(
         atol=atol,
         row_sum_atol=row_sum_atol,
         dump_inputs=dump_inputs if dump_path else 0,
+        overlap=overlap,
     )
     metadata = {
         "model": dict(model_info),
@@ -123,6 +163,7 @@ def measure(
         "extraction": {
             "device": device,
             "batch_size": batch_size,
+            "overlap": overlap,
             "max_tokens": max_tokens,
             "attention": "eager, head-averaged in float32, analysed in float64",
             "preprocessing": extractor.preprocessing,

@@ -254,9 +254,10 @@ def _ablation_row(claim: str, paper: str, ablation: pd.DataFrame, low: float, hi
     inside = ablation[(ablation["content_ci_high"] >= low) & (ablation["content_ci_low"] <= high)]
     ref = ablation[ablation["changes"] == "reference recipe"]
     ref_text = f"; reference recipe {ref['content_rate'].iloc[0]:.1%}" if len(ref) else ""
+    seeds = int(ablation["seeds"].max())
     return {
         "claim": claim,
-        "subject": f"recipe ablation ({len(ablation)} settings × {int(ablation['seeds'].max())} seeds)",
+        "subject": f"recipe ablation ({len(ablation)} settings × {seeds} seed{'' if seeds == 1 else 's'})",
         "paper": paper,
         "ours": f"{ablation['content_rate'].min():.1%}–{ablation['content_rate'].max():.1%} across settings{ref_text}",
         "status": SENSITIVITY,

@@ -32,4 +32,5 @@ with logging_to(snakemake.log[0]):
         row_sum_atol=cond["row_sum_atol"],
         dump_inputs=ex["dump_inputs"],
         dump_path=snakemake.output.dump,
+        overlap=ex["overlap"],
     )
