@@ -4,6 +4,7 @@
 #   snakemake --cores 2 offline   # everything that runs without network
 #   snakemake --cores N           # the paper (default target `all`)
 #   snakemake --cores 2 dynamics_offline   # the dynamics study without network (`dynamics`: with ALBERT)
+#   snakemake --cores N ftt_ablation       # which FT-Transformer recipe choice moves the rate
 #
 # Rules live in workflow/rules/*.smk; each calls one function of src/rollout_equality.
 

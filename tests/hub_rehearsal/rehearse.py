@@ -49,7 +49,8 @@ def rehearsal_config(shipped: dict, commits: dict[str, str], *, add_giant: bool 
 
     Changed: every hub revision (pinned commits cannot exist on a replica), the number of
     inputs of the hub data sets (12), baseline trials (200), FT-Transformer seeds (one),
-    epochs (1) and test rows measured (20), and the simulations' lengths. With ``add_giant``, a
+    epochs (1) and test rows measured (20), the recipe ablation (two settings, one seed, one
+    epoch), and the simulations' lengths. With ``add_giant``, a
     model the suite does not list joins the paper suite as the README tells users to do it.
     """
     cfg = copy.deepcopy(shipped)
@@ -69,6 +70,9 @@ def rehearsal_config(shipped: dict, commits: dict[str, str], *, add_giant: bool 
     for name in tab["suites"]["paper"]:
         tab["datasets"][name].pop("seeds", None)
         tab["datasets"][name].pop("training", None)
+    ablation = tab["ablation"]  # the paper suite shows it: two settings, one seed, one epoch
+    ablation.update(seeds=[0], training={"max_epochs": 1, "patience": 1})
+    ablation["settings"] = {k: ablation["settings"][k] for k in ("reference", "no_quantile_noise")}
     for sim in cfg["dynamics"]["simulations"].values():
         sim["steps"] = min(sim["steps"], 40)
     cfg["dynamics"]["simulations"]["bipartite"].update(radii=[0.1, 1.5], trials=4, uniform_starts=4, betas=[0.5, 1.0])
