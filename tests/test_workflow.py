@@ -17,7 +17,7 @@ from rollout_equality.baseline import random_baseline
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The tiny end-to-end configuration (runnable by hand: snakemake --cores 2 --configfile .test/config.yaml offline).
+# The tiny end-to-end configuration (runnable by hand in a folder holding it as config.yaml: README, Quick start).
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
 
 
