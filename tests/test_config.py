@@ -64,7 +64,7 @@ def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
         ),
         (
             lambda c: c["tabular"]["ablation"].update(suites=["nightly"]),
-            "tabular.ablation.suites: 'nightly' is not a tabular suite",
+            "tabular.ablation.suites: 'nightly' is not a suite",
         ),
         (
             lambda c: c["tabular"]["datasets"]["california"].update(split={"test": "source"}),

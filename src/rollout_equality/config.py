@@ -46,8 +46,8 @@ def check_references(config: dict[str, Any]) -> None:
         if ablation["table"] not in tables:
             raise ValueError(f"tabular.ablation: table {ablation['table']!r} is not defined under tabular.datasets")
         for suite in ablation["suites"]:
-            if suite not in config["tabular"]["suites"]:
-                raise ValueError(f"tabular.ablation.suites: {suite!r} is not a tabular suite (tabular.suites)")
+            if suite not in config["suites"]:
+                raise ValueError(f"tabular.ablation.suites: {suite!r} is not a suite (suites: in the config)")
     for name, entry in resolved_tables(config).items():
         if entry["split"]["test"] == "source" and "csv" not in entry["source"]:
             raise ValueError(

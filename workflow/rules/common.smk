@@ -157,6 +157,14 @@ def ftt_seeds(table):
     return TABLES[table]["seeds"]
 
 
+def table_preparation(table):
+    """What fetching and preparing ``table`` reads (source, task, missing, split, the preprocessing recipe):
+    the rules' params, so that a change of seeds or training does not re-prepare the table."""
+    entry = TABLES[table]
+    recipe = {k: v for k, v in entry["recipe"].items() if k != "binary_head"}  # the head is training's
+    return {k: entry[k] for k in ("task", "missing", "source", "split")} | {"recipe": recipe}
+
+
 def ablation_runs():
     """(table, seed) of every run of the recipe ablation: <table>@<setting> × the ablation's seeds."""
     return [(t, s) for t, e in TABLES.items() if "ablation" in e for s in e["seeds"]]

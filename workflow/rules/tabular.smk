@@ -11,7 +11,7 @@ rule fetch_table:
     conda:
         "../../envs/torch.yaml"
     params:
-        spec=lambda w: TABLES[w.tabular],
+        spec=lambda w: {"source": TABLES[w.tabular]["source"]},
         cache=DOWNLOAD_CACHE,
     script:
         "../scripts/fetch_table.py"
@@ -29,7 +29,7 @@ rule prepare_tabular:
     conda:
         "../../envs/torch.yaml"
     params:
-        spec=lambda w: TABLES[w.tabular],
+        spec=lambda w: table_preparation(w.tabular),
     script:
         "../scripts/prepare_tabular.py"
 
