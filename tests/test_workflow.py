@@ -273,7 +273,8 @@ def test_offline_suite_end_to_end_is_deterministic(local_runs):
     assert "rule prepare_tabular" not in res.stdout and "rule fetch_table" not in res.stdout, res.stdout[-3000:]
     (b / "config.yaml").write_text(yaml.safe_dump(TINY))
 
-    outputs = deterministic_outputs(a)
+    paper_only = "paper/tables/offline/ftt_ablation_section.tex"  # written by the paper build, run in a only
+    outputs = [o for o in deterministic_outputs(a) if o != paper_only]
     assert deterministic_outputs(b) == outputs
     for rel in (
         "results/tables/offline/claims.csv",

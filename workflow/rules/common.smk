@@ -234,6 +234,8 @@ def download_targets(suite):
         experiments.append(ALBERT_SUITES[suite])
     targets = [MODEL_INFO.format(**e) for e in experiments] + [DATA_MANIFEST.format(**e) for e in experiments]
     targets += [TABLE_RAW.format(tabular=t) for t in config["tabular"]["suites"].get(suite, [])]
+    if ablation_in(suite):  # the recipe ablation's tables (each setting's own rows)
+        targets += [TABLE_RAW.format(tabular=t) for t in dict.fromkeys(t for t, _ in ablation_runs())]
     return list(dict.fromkeys(targets))
 
 
