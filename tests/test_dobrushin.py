@@ -466,3 +466,48 @@ def test_torch_cdist_path_agrees_with_the_cpu_kernel(monkeypatch):
     assert np.allclose(got.kappa, expected.kappa, atol=EPS, rtol=0)
     assert np.allclose(got.kappa_half, expected.kappa_half, atol=EPS, rtol=0)
     assert np.allclose(dob.pairwise_tv(torch.from_numpy(As)), pairwise_tv(As), atol=EPS, rtol=0)
+
+
+def _all_pairs(A, tv, atol):
+    """The count and witness by a pass over every pair i < j (the definition), from the kernel's TV."""
+    n = len(A)
+    kappa_a = max((tv[i, j] for i in range(n) for j in range(i + 1, n)), default=0.0)
+    count, best, w = 0, np.inf, (-1, -1)
+    for i in range(n):
+        for j in range(i + 1, n):
+            gap = kappa_a - tv[i, j]
+            count += gap <= atol
+            defect = gap + max(A[j, i] - A[i, i], 0.0) + max(A[i, j] - A[j, j], 0.0)
+            if defect < best:
+                best, w = defect, (i, j)
+    return count, (w if best <= 2 * atol else None)
+
+
+@pytest.mark.parametrize("atol", [0.0, 1e-9, 1e-3, 0.05, 0.5])
+def test_candidate_rows_give_the_all_pairs_answer(atol):
+    """The count and witness look only at rows within 2·atol of κ: the same answer as every pair."""
+    from rollout_equality._kernels import upper_tv
+
+    rng = np.random.default_rng(5)
+    mats = [
+        dirichlet(n, seed, alpha=alpha)
+        for seed, (n, alpha) in enumerate([(2, 1), (5, 0.1), (9, 0.3), (17, 1), (33, 0.05)])
+    ]
+    mats += [np.full((6, 6), 1 / 6), np.eye(7)[rng.permutation(7)], 0.5 * (np.eye(8) + np.full((8, 8), 1 / 8))]
+    for A in mats:
+        r = equality_condition(A, atol=atol)
+        count, witness = _all_pairs(A, upper_tv(A), atol)
+        assert (r.n_max_pairs, r.witness) == (count, witness)
+
+
+def test_threads_keep_their_own_work_arrays():
+    """Two threads testing matrices of different sizes at once get the answers of one thread alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = [dirichlet(n, n, alpha=0.3, batch=(6,)) for n in (31, 57, 31, 57, 12, 57)]
+    alone = [equality_condition(b) for b in batches]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        together = list(pool.map(equality_condition, batches * 3))
+    for r, ref in zip(together, alone * 3):
+        assert np.array_equal(r.kappa, ref.kappa) and np.array_equal(r.kappa_half, ref.kappa_half)
+        assert np.array_equal(r.witness, ref.witness) and np.array_equal(r.n_max_pairs, ref.n_max_pairs)

@@ -8,12 +8,36 @@ read each row pair once, vectorise the inner sum, spread rows over threads and
 keep each matrix's work in cache. Each pair's sum is computed by one thread in
 a fixed order, so results do not depend on the number of threads. The kernels
 release the GIL, so a worker thread can analyse while the network runs.
+
+:func:`condition_batch` and :func:`kappa_batch` do a whole batch in one call:
+validation, the sweep and each row's maxima in one parallel region per matrix,
+then the count and the witness over the few rows that can hold them. Only the
+sweep is compiled with fast-math (reassociation lets the sum vectorise); the
+validation keeps NaN and inf meaningful and the TV of B is computed as written.
 """
 
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
+
+_local = threading.local()
+
+
+def workspace(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two (n, n) float64 work arrays of this thread, kept between calls.
+
+    Fresh arrays of this size come from the operating system page by page on every call
+    (at n = 257 that was a tenth of a condition test); each thread keeps its own, so the
+    analysis may run beside other work.
+    """
+    ws = getattr(_local, "ws", None)
+    if ws is None or ws[0].shape[0] != n:
+        ws = (np.empty((n, n)), np.empty((n, n)))
+        _local.ws = ws
+    return ws
 
 
 @numba.njit(fastmath=True, inline="always", cache=True)
@@ -25,7 +49,7 @@ def _pair_tv(A, out, i, j):
     out[i, j] = 0.5 * s
 
 
-@numba.njit(fastmath=True, inline="always", cache=True)
+@numba.njit(fastmath=True, cache=True, nogil=True)
 def _block_tv(A, out, i0):
     """TV of rows i0..i0+3 against every later row.
 
@@ -152,83 +176,171 @@ def upper_tv_pair(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return tv_a, tv_b
 
 
-@numba.njit(inline="always", cache=True)
-def _row_kappas(A, B, tv_a, i, row_ka, row_kb):
-    ka = 0.0
-    kb = 0.0
-    for j in range(i + 1, A.shape[0]):
-        if tv_a[i, j] > ka:
-            ka = tv_a[i, j]
-        tv_b = _tv_half(A, B, tv_a[i, j], i, j)
-        if tv_b > kb:
-            kb = tv_b
-    row_ka[i] = ka
-    row_kb[i] = kb
+# ----------------------------------------------------------------------------
+# The whole condition test in one compiled call
+# ----------------------------------------------------------------------------
 
 
-@numba.njit(inline="always", cache=True)
-def _row_witness(A, tv_a, kappa_a, atol, i, row_count, row_best, row_j):
-    count = 0
-    best = np.inf
-    bj = -1
-    for j in range(i + 1, A.shape[0]):
-        gap = kappa_a - tv_a[i, j]
-        if gap <= atol:
-            count += 1
-        defect = gap + max(A[j, i] - A[i, i], 0.0) + max(A[i, j] - A[j, j], 0.0)
-        if defect < best:
-            best = defect
-            bj = j
-    row_count[i] = count
-    row_best[i] = best
-    row_j[i] = bj
+@numba.njit(cache=True, nogil=True)
+def _rows_stochastic(A, i0, i1, row_sum_atol):
+    """Whether rows i0..i1-1 of A have only finite entries ≥ 0 and sum to 1 within ``row_sum_atol``."""
+    for i in range(i0, i1):
+        s, negative = _row_sum_and_negatives(A, i)
+        # a NaN or +inf entry makes the sum NaN or +inf (no -inf: that is counted as negative)
+        if negative > 0 or not abs(s - 1.0) <= row_sum_atol:
+            return False
+    return True
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def condition_from_tv(A, B, tv_a, atol):
-    """Reduce the TV matrix of A to the condition's numbers, with κ(B) of B = ½(I+A).
+@numba.njit(fastmath={"reassoc"}, cache=True, nogil=True)
+def _row_sum_and_negatives(A, i):
+    # reassociation only (NaN and inf keep their meaning): the sum and the count vectorise
+    s = 0.0
+    negative = 0
+    for k in range(A.shape[1]):
+        s += A[i, k]
+        negative += A[i, k] < 0.0
+    return s, negative
 
-    A, B: (n, n) float64; tv_a: TV distances of A's rows, read from the strict
-    upper triangle (:func:`upper_tv`); TV^B of each pair follows from it and B's
-    entries as in :func:`upper_tv_pair`. Returns (κ(A), κ(B), number of pairs i < j with
-    TV_ij ≥ κ(A) − atol, witness i, witness j). The witness is the pair of
-    smallest defect δ_ij = (κ − TV_ij) + (A_ji − A_ii)₊ + (A_ij − A_jj)₊ (first
-    in row-major order on ties) when that defect is at most 2·atol, else (-1, -1).
 
-    Rows are spread over threads (row t with row n − 1 − t, for balance); the rows'
-    numbers are combined in row order, so the result does not depend on the threads.
+@numba.njit(cache=True, nogil=True)
+def _half_identity(A, B):
+    """B = ½(I + A), entry by entry (exactly numpy's 0.5 * (np.eye(n) + A))."""
+    n = A.shape[0]
+    for i in range(n):
+        for k in range(n):
+            B[i, k] = 0.5 * A[i, k]
+        B[i, i] = 0.5 * (1.0 + A[i, i])
+
+
+@numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
+def _block_kappas(A, B, tv_a, i0, row_ka, row_kb):
+    """κ(A) and κ(B) over the pairs (i, j > i) of rows i0..i0+3, from their TV^A in ``tv_a``.
+
+    Row by row along j: TV^A_ij, A_ij and B_ij are read in order; A_ji and B_ji are the block's columns,
+    one cache line of row j for all four rows."""
+    n = A.shape[0]
+    for i in range(i0, min(i0 + 4, n)):
+        ka = 0.0
+        kb = 0.0
+        for j in range(i + 1, n):
+            ta = tv_a[i, j]
+            ka = max(ka, ta)
+            kb = max(kb, _tv_half(A, B, ta, i, j))
+        row_ka[i] = ka
+        row_kb[i] = kb
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_and_witness(A, tv_a, row_ka, kappa_a, atol):
+    """(pairs with TV ≥ κ − atol, witness i, witness j) given κ(A) and each row's largest TV.
+
+    The witness is the pair of smallest defect δ_ij = (κ − TV_ij) + (A_ji − A_ii)₊ + (A_ij − A_jj)₊, first in
+    row-major order on ties, when that defect is at most 2·atol. A defect is at least its gap κ − TV_ij (also
+    in floating point: rounding is monotone), so only rows whose largest TV is within 2·atol of κ can hold the
+    witness or a pair counted, and only their pairs within 2·atol are looked at: the same answer as a pass
+    over every pair.
     """
     n = A.shape[0]
-    half = (n + 1) // 2
-    row_ka = np.zeros(n)
-    row_kb = np.zeros(n)
-    for t in numba.prange(half):
-        _row_kappas(A, B, tv_a, t, row_ka, row_kb)
-        if n - 1 - t != t:
-            _row_kappas(A, B, tv_a, n - 1 - t, row_ka, row_kb)
-    kappa_a = 0.0
-    kappa_b = 0.0
-    for i in range(n):
-        kappa_a = max(kappa_a, row_ka[i])
-        kappa_b = max(kappa_b, row_kb[i])
-    row_count = np.zeros(n, dtype=np.int64)
-    row_best = np.full(n, np.inf)
-    row_j = np.full(n, -1, dtype=np.int64)
-    for t in numba.prange(half):
-        _row_witness(A, tv_a, kappa_a, atol, t, row_count, row_best, row_j)
-        if n - 1 - t != t:
-            _row_witness(A, tv_a, kappa_a, atol, n - 1 - t, row_count, row_best, row_j)
     n_max = 0
     best = np.inf
     wi = -1
     wj = -1
-    for i in range(n):  # row order: the first minimal defect in row-major order
-        n_max += row_count[i]
-        if row_best[i] < best:
-            best = row_best[i]
-            wi = i
-            wj = row_j[i]
+    for i in range(n):
+        if not kappa_a - row_ka[i] <= 2.0 * atol:
+            continue
+        for j in range(i + 1, n):
+            gap = kappa_a - tv_a[i, j]
+            if gap <= 2.0 * atol:
+                if gap <= atol:
+                    n_max += 1
+                defect = gap + max(A[j, i] - A[i, i], 0.0) + max(A[i, j] - A[j, j], 0.0)
+                if defect < best:
+                    best = defect
+                    wi = i
+                    wj = j
     if not best <= 2.0 * atol:
         wi = -1
         wj = -1
-    return kappa_a, kappa_b, n_max, wi, wj
+    return n_max, wi, wj
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def condition_batch(M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B, tv):
+    """The condition test of each matrix of a (batch, n, n) float64 array, in one call.
+
+    Writes, for matrix b: kappa[b] = κ(A), kappa_half[b] = κ(B) of B = ½(I + A) built from A's entries
+    (:func:`_half_identity`) and computed from them (TV^B of each pair as in :func:`upper_tv_pair`),
+    n_max[b] = pairs i < j with TV_ij ≥ κ − atol, witness[b] = (i, j) of smallest defect when it is at
+    most 2·atol, else (-1, -1) (:func:`_count_and_witness`).
+    B, tv: (n, n) float64 work arrays (:func:`workspace`); B ends as the last matrix's ½(I + A), tv holds its
+    TV distances in the strict upper triangle.
+    Returns False when an entry is negative or not finite or a row sum is off by more than
+    ``row_sum_atol`` (the outputs are then meaningless; :func:`rollout_equality.dobrushin.check_stochastic`
+    says where).
+
+    The O(n³) sweep and each row's maxima run in one parallel region per matrix (block t with block
+    n_blocks − 1 − t, for balance); everything else is combined in row order, so the result does not
+    depend on the number of threads.
+    """
+    n = M.shape[1]
+    row_ka = np.zeros(n)
+    row_kb = np.zeros(n)
+    n_blocks = (n + 3) // 4
+    half = (n_blocks + 1) // 2
+    valid = np.ones(n_blocks, dtype=np.bool_)
+    for b in range(M.shape[0]):
+        A = M[b]
+        _half_identity(A, B)
+        for t in numba.prange(half):
+            valid[t] = _rows_stochastic(A, 4 * t, min(4 * t + 4, n), row_sum_atol)
+            _block_tv(A, tv, 4 * t)
+            _block_kappas(A, B, tv, 4 * t, row_ka, row_kb)
+            u = n_blocks - 1 - t
+            if u != t:
+                valid[u] = _rows_stochastic(A, 4 * u, min(4 * u + 4, n), row_sum_atol)
+                _block_tv(A, tv, 4 * u)
+                _block_kappas(A, B, tv, 4 * u, row_ka, row_kb)
+        if not valid.all():
+            return False
+        kappa[b] = row_ka.max()
+        kappa_half[b] = row_kb.max()
+        n_max[b], witness[b, 0], witness[b, 1] = _count_and_witness(A, tv, row_ka, kappa[b], atol)
+    return True
+
+
+@numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
+def _block_max(tv, i0):
+    n = tv.shape[0]
+    m = 0.0
+    for i in range(i0, min(i0 + 4, n)):
+        for j in range(i + 1, n):
+            if tv[i, j] > m:
+                m = tv[i, j]
+    return m
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def kappa_batch(M, row_sum_atol, kappa, tv):
+    """κ of each matrix of a (batch, n, n) float64 array into kappa[b], tv an (n, n) work array; False when
+    the array is not row-stochastic within ``row_sum_atol`` (see :func:`condition_batch`)."""
+    n = M.shape[1]
+    n_blocks = (n + 3) // 4
+    half = (n_blocks + 1) // 2
+    block_max = np.zeros(n_blocks)
+    valid = np.ones(n_blocks, dtype=np.bool_)
+    for b in range(M.shape[0]):
+        A = M[b]
+        for t in numba.prange(half):
+            valid[t] = _rows_stochastic(A, 4 * t, min(4 * t + 4, n), row_sum_atol)
+            _block_tv(A, tv, 4 * t)
+            block_max[t] = _block_max(tv, 4 * t)
+            u = n_blocks - 1 - t
+            if u != t:
+                valid[u] = _rows_stochastic(A, 4 * u, min(4 * u + 4, n), row_sum_atol)
+                _block_tv(A, tv, 4 * u)
+                block_max[u] = _block_max(tv, 4 * u)
+        if not valid.all():
+            return False
+        kappa[b] = block_max.max()
+    return True

@@ -21,7 +21,9 @@ this characterisation (``holds``) next to an independent check that computes
 κ(B) from B's own entries (``holds_direct``). On the CPU both TV matrices come
 from one O(n³) sweep: B's rows are ½A's off the diagonal, so the sweep's sum
 over k ∉ {i, j} serves both, and B's two diagonal terms of each pair are read
-from B (:func:`rollout_equality._kernels.upper_tv_pair`).
+from B (:func:`rollout_equality._kernels.upper_tv_pair`); validation, the
+sweep and every reduction of a whole batch run in one compiled call
+(:func:`rollout_equality._kernels.condition_batch`).
 
 Tolerance semantics (``atol``, a config value, default :data:`DEFAULT_ATOL`)
 --------------------------------------------------------------------------
@@ -72,9 +74,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from rollout_equality._kernels import condition_from_tv, upper_tv
+from rollout_equality._kernels import _count_and_witness, condition_batch, kappa_batch, upper_tv, workspace
 
 DEFAULT_ATOL = 1e-9
 """Tolerance of the condition test (config key ``condition.atol``)."""
@@ -184,11 +185,16 @@ def pairwise_tv(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarra
     return tv.reshape(M.shape)
 
 
-def _kappa_flat(M: np.ndarray, device_tensor: Any = None) -> np.ndarray:
-    """κ of each matrix of a validated float64 (batch, n, n) array."""
-    if device_tensor is not None:
-        return _cuda_tv(M, device_tensor.device).max(axis=(1, 2))
-    return np.array([upper_tv(m).max() for m in M])
+def _kappa_cpu(M: np.ndarray, row_sum_atol: float) -> np.ndarray:
+    """κ of each matrix of a float64 (..., n, n) array (of shape (...)), from one compiled call that also
+    validates it (:func:`rollout_equality._kernels.kappa_batch`); a bad entry or row sum raises ValueError."""
+    M = np.ascontiguousarray(M, dtype=np.float64)
+    flat = M.reshape(-1, M.shape[-1], M.shape[-1])
+    k = np.empty(len(flat))
+    if not kappa_batch(flat, row_sum_atol, k, workspace(M.shape[-1])[1]):
+        check_stochastic(M, row_sum_atol)  # says where
+        kappa_batch(flat, np.inf, k, workspace(M.shape[-1])[1])  # numpy's row sums passed: boundary rounding
+    return k.reshape(M.shape[:-2])
 
 
 def kappa(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> float | np.ndarray:
@@ -197,9 +203,12 @@ def kappa(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> float | np.ndar
     A: (..., n, n) row-stochastic. Returns a float for one matrix, else an array
     of shape (...). κ of a 1 × 1 matrix is 0.
     """
-    M = check_stochastic(A, row_sum_atol)
-    n = M.shape[-1]
-    k = _kappa_flat(M.reshape(-1, n, n), A if _is_cuda(A) else None).reshape(M.shape[:-2])
+    if _is_cuda(A):
+        M = check_stochastic(A, row_sum_atol)
+        n = M.shape[-1]
+        k = _cuda_tv(M.reshape(-1, n, n), A.device).max(axis=(1, 2)).reshape(M.shape[:-2])
+    else:
+        k = _kappa_cpu(_as_matrices(A, row_sum_atol), row_sum_atol)
     return float(k) if k.ndim == 0 else k
 
 
@@ -252,32 +261,62 @@ def equality_condition(
     """
     if not atol >= 0:
         raise ValueError(f"atol must be non-negative; got {atol}")
-    M = check_stochastic(A, row_sum_atol)
-    n = M.shape[-1]
-    batch_shape = M.shape[:-2]
-    flat = M.reshape(-1, n, n)
-    device_tensor = A if _is_cuda(A) else None
+    if _is_cuda(A):
+        M = check_stochastic(A, row_sum_atol)
+        flat = M.reshape(-1, M.shape[-1], M.shape[-1])
+        kap, kappa_half, n_max_pairs, witness = _condition_cuda(flat, atol, A.device)
+    else:
+        M = _as_matrices(A, row_sum_atol)
+        flat = M.reshape(-1, M.shape[-1], M.shape[-1])
+        kap, kappa_half, n_max_pairs, witness = _condition_cpu(flat, atol, row_sum_atol)
+        if kap is None:  # the kernel found an entry or a row sum out of place: say which
+            check_stochastic(M, row_sum_atol)
+            # numpy's row sums (pairwise summation) passed where the kernel's did not: rounding at the boundary
+            kap, kappa_half, n_max_pairs, witness = _condition_cpu(flat, atol, np.inf)
+    return _result(M.shape, kap, kappa_half, n_max_pairs, witness, atol)
 
-    # κ(B) is computed from B's entries (on the CPU, B's off-diagonal sums are A's, from one sweep)
+
+def _as_matrices(A: Any, row_sum_atol: float) -> np.ndarray:
+    """A as a C-contiguous float64 array, its shape checked (its entries are checked by the kernels)."""
+    M = np.ascontiguousarray(_to_numpy64(A))
+    if M.ndim < 2 or M.shape[-1] != M.shape[-2] or M.shape[-1] == 0 or row_sum_atol < 0:
+        check_stochastic(M, row_sum_atol)  # raises, naming the problem
+    return M
+
+
+def _condition_cpu(flat: np.ndarray, atol: float, row_sum_atol: float):
+    """(κ(A), κ(B), pairs attaining κ, witness) of each matrix of a (batch, n, n) array, from one compiled
+    call (:func:`rollout_equality._kernels.condition_batch`); (None, ...) if it is not row-stochastic."""
+    m = len(flat)
+    kap, kappa_half = np.empty(m), np.empty(m)
+    n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
+    if not condition_batch(flat, atol, row_sum_atol, kap, kappa_half, n_max_pairs, witness, *workspace(flat.shape[-1])):
+        return None, None, None, None
+    return kap, kappa_half, n_max_pairs, witness
+
+
+def _condition_cuda(flat: np.ndarray, atol: float, device: Any):
+    """As :func:`_condition_cpu`, with both TV matrices computed on a CUDA device (B built from A's entries)."""
+    n = flat.shape[-1]
     B = 0.5 * (np.eye(n) + flat)
-    if device_tensor is not None:
-        tv_a_all = _cuda_tv(flat, device_tensor.device)
-        tv_b_all = _cuda_tv(B, device_tensor.device)
-    kap = np.empty(len(flat))
-    kappa_half = np.empty(len(flat))
-    n_max_pairs = np.empty(len(flat), dtype=np.int64)
-    witness = np.empty((len(flat), 2), dtype=np.int64)
-    for b in range(len(flat)):
-        if device_tensor is not None:
-            # the device computed both TV matrices in full; B's maximum is read off its own
-            kap[b], _, n_max_pairs[b], witness[b, 0], witness[b, 1] = condition_from_tv(
-                flat[b], B[b], tv_a_all[b], atol
-            )
-            kappa_half[b] = tv_b_all[b].max()
-        else:
-            kap[b], kappa_half[b], n_max_pairs[b], witness[b, 0], witness[b, 1] = condition_from_tv(
-                flat[b], B[b], upper_tv(flat[b]), atol
-            )
+    tv_a_all = _cuda_tv(flat, device)
+    tv_b_all = _cuda_tv(B, device)
+    m = len(flat)
+    kap, kappa_half = np.empty(m), np.empty(m)
+    n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
+    upper = np.triu(np.ones((n, n), dtype=bool), k=1)
+    for b in range(m):
+        tv = np.where(upper, tv_a_all[b], 0.0)
+        row_ka = tv.max(axis=1)
+        kap[b] = row_ka.max()
+        kappa_half[b] = tv_b_all[b][upper].max() if n > 1 else 0.0
+        n_max_pairs[b], witness[b, 0], witness[b, 1] = _count_and_witness(flat[b], tv, row_ka, kap[b], atol)
+    return kap, kappa_half, n_max_pairs, witness
+
+
+def _result(shape: tuple[int, ...], kap, kappa_half, n_max_pairs, witness, atol: float) -> ConditionResult:
+    n = shape[-1]
+    batch_shape = shape[:-2]
     holds = witness[:, 0] >= 0
     bound = 0.5 * (1.0 + kap)
     slack = bound - kappa_half
@@ -410,13 +449,16 @@ def _rollout_kappa(stack: np.ndarray, row_sum_atol: float) -> np.ndarray:
     B = 0.5 * (np.eye(stack.shape[-1]) + stack)
     R = np.empty_like(B)
     R[0] = B[0]
-    # One BLAS thread: a threaded BLAS keeps its threads spinning after each product,
-    # and they would compete with the TV kernel's threads that run next (1.5× slower).
-    with threadpool_limits(1, user_api="blas"):
-        for layer in range(1, len(B)):
-            R[layer] = B[layer] @ R[layer - 1]
+    # torch's matrix product (its own thread pool, as the forward pass): on 2 cores 1.6× faster than
+    # numpy's on one BLAS thread, while numpy's threaded BLAS keeps its threads spinning after the
+    # products and slows the TV kernel that runs next (1.5×).
+    import torch
+
+    Bt, Rt = torch.from_numpy(B), torch.from_numpy(R)
+    for layer in range(1, len(B)):
+        torch.matmul(Bt[layer], Rt[layer - 1], out=Rt[layer])
     # row sums of a product drift by at most the sum of the factors' drifts
-    return np.asarray(kappa(R, row_sum_atol * len(B)))
+    return _kappa_cpu(R, row_sum_atol * len(B))
 
 
 def rollout(layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> RolloutResult:
