@@ -50,12 +50,17 @@ def _pair_tv(A, out, i, j):
 
 
 @numba.njit(fastmath=True, cache=True, nogil=True)
-def _block_tv(A, out, i0):
+def _block_tv(A, out, i0, one):
     """TV of rows i0..i0+3 against every later row.
 
     Pairs go in 4 × 4 tiles: each loaded element serves four pairs, so the loop
     is bound by arithmetic rather than by reading rows from cache (1.3-1.6×
     faster than one pair at a time at n = 257 and 1370).
+
+    ``one`` is 1.0, passed at run time: ``s += |x − y| · one`` is the same sum bit for bit
+    (x · 1 + s rounds once, as x + s does), but the compiler cannot drop the product, so the
+    accumulation becomes a fused multiply-add on the FMA units while the subtractions take
+    the adders, instead of all of it queueing on the adders (1.15-1.25× at n = 197-1370).
     """
     n = A.shape[0]
     i1 = min(i0 + 4, n)
@@ -75,22 +80,22 @@ def _block_tv(A, out, i0):
         for k in range(n):
             x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
             y0, y1, y2, y3 = b0[k], b1[k], b2[k], b3[k]
-            s00 += abs(x0 - y0)
-            s01 += abs(x0 - y1)
-            s02 += abs(x0 - y2)
-            s03 += abs(x0 - y3)
-            s10 += abs(x1 - y0)
-            s11 += abs(x1 - y1)
-            s12 += abs(x1 - y2)
-            s13 += abs(x1 - y3)
-            s20 += abs(x2 - y0)
-            s21 += abs(x2 - y1)
-            s22 += abs(x2 - y2)
-            s23 += abs(x2 - y3)
-            s30 += abs(x3 - y0)
-            s31 += abs(x3 - y1)
-            s32 += abs(x3 - y2)
-            s33 += abs(x3 - y3)
+            s00 += abs(x0 - y0) * one
+            s01 += abs(x0 - y1) * one
+            s02 += abs(x0 - y2) * one
+            s03 += abs(x0 - y3) * one
+            s10 += abs(x1 - y0) * one
+            s11 += abs(x1 - y1) * one
+            s12 += abs(x1 - y2) * one
+            s13 += abs(x1 - y3) * one
+            s20 += abs(x2 - y0) * one
+            s21 += abs(x2 - y1) * one
+            s22 += abs(x2 - y2) * one
+            s23 += abs(x2 - y3) * one
+            s30 += abs(x3 - y0) * one
+            s31 += abs(x3 - y1) * one
+            s32 += abs(x3 - y2) * one
+            s33 += abs(x3 - y3) * one
         out[i0, j] = 0.5 * s00
         out[i0, j + 1] = 0.5 * s01
         out[i0, j + 2] = 0.5 * s02
@@ -114,16 +119,16 @@ def _block_tv(A, out, i0):
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _upper_tv_kernel(A, out):
+def _upper_tv_kernel(A, out, one):
     # Block b (rows 4b..4b+3) costs about n - 4b; pairing block t with the last
     # but t gives every work item the same cost, so prange's static schedule
     # stays balanced.
     n_blocks = (A.shape[0] + 3) // 4
     half = (n_blocks + 1) // 2
     for t in numba.prange(half):
-        _block_tv(A, out, 4 * t)
+        _block_tv(A, out, 4 * t, one)
         if n_blocks - 1 - t != t:
-            _block_tv(A, out, 4 * (n_blocks - 1 - t))
+            _block_tv(A, out, 4 * (n_blocks - 1 - t), one)
 
 
 def upper_tv(A: np.ndarray) -> np.ndarray:
@@ -133,7 +138,7 @@ def upper_tv(A: np.ndarray) -> np.ndarray:
     """
     A = np.ascontiguousarray(A, dtype=np.float64)
     out = np.zeros(A.shape, dtype=np.float64)
-    _upper_tv_kernel(A, out)
+    _upper_tv_kernel(A, out, 1.0)
     return out
 
 
@@ -266,7 +271,7 @@ def _count_and_witness(A, tv_a, row_ka, kappa_a, atol):
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def condition_batch(M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B, tv):
+def condition_batch(M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B, tv, one):
     """The condition test of each matrix of a (batch, n, n) float64 array, in one call.
 
     Writes, for matrix b: kappa[b] = κ(A), kappa_half[b] = κ(B) of B = ½(I + A) built from A's entries
@@ -274,7 +279,7 @@ def condition_batch(M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B,
     n_max[b] = pairs i < j with TV_ij ≥ κ − atol, witness[b] = (i, j) of smallest defect when it is at
     most 2·atol, else (-1, -1) (:func:`_count_and_witness`).
     B, tv: (n, n) float64 work arrays (:func:`workspace`); B ends as the last matrix's ½(I + A), tv holds its
-    TV distances in the strict upper triangle.
+    TV distances in the strict upper triangle. one: 1.0 (see :func:`_block_tv`).
     Returns False when an entry is negative or not finite or a row sum is off by more than
     ``row_sum_atol`` (the outputs are then meaningless; :func:`rollout_equality.dobrushin.check_stochastic`
     says where).
@@ -294,12 +299,12 @@ def condition_batch(M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B,
         _half_identity(A, B)
         for t in numba.prange(half):
             valid[t] = _rows_stochastic(A, 4 * t, min(4 * t + 4, n), row_sum_atol)
-            _block_tv(A, tv, 4 * t)
+            _block_tv(A, tv, 4 * t, one)
             _block_kappas(A, B, tv, 4 * t, row_ka, row_kb)
             u = n_blocks - 1 - t
             if u != t:
                 valid[u] = _rows_stochastic(A, 4 * u, min(4 * u + 4, n), row_sum_atol)
-                _block_tv(A, tv, 4 * u)
+                _block_tv(A, tv, 4 * u, one)
                 _block_kappas(A, B, tv, 4 * u, row_ka, row_kb)
         if not valid.all():
             return False
@@ -321,8 +326,8 @@ def _block_max(tv, i0):
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def kappa_batch(M, row_sum_atol, kappa, tv):
-    """κ of each matrix of a (batch, n, n) float64 array into kappa[b], tv an (n, n) work array; False when
+def kappa_batch(M, row_sum_atol, kappa, tv, one):
+    """κ of each matrix of a (batch, n, n) float64 array into kappa[b], tv an (n, n) work array, one 1.0; False when
     the array is not row-stochastic within ``row_sum_atol`` (see :func:`condition_batch`)."""
     n = M.shape[1]
     n_blocks = (n + 3) // 4
@@ -333,12 +338,12 @@ def kappa_batch(M, row_sum_atol, kappa, tv):
         A = M[b]
         for t in numba.prange(half):
             valid[t] = _rows_stochastic(A, 4 * t, min(4 * t + 4, n), row_sum_atol)
-            _block_tv(A, tv, 4 * t)
+            _block_tv(A, tv, 4 * t, one)
             block_max[t] = _block_max(tv, 4 * t)
             u = n_blocks - 1 - t
             if u != t:
                 valid[u] = _rows_stochastic(A, 4 * u, min(4 * u + 4, n), row_sum_atol)
-                _block_tv(A, tv, 4 * u)
+                _block_tv(A, tv, 4 * u, one)
                 block_max[u] = _block_max(tv, 4 * u)
         if not valid.all():
             return False

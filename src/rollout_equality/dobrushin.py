@@ -191,9 +191,9 @@ def _kappa_cpu(M: np.ndarray, row_sum_atol: float) -> np.ndarray:
     M = np.ascontiguousarray(M, dtype=np.float64)
     flat = M.reshape(-1, M.shape[-1], M.shape[-1])
     k = np.empty(len(flat))
-    if not kappa_batch(flat, row_sum_atol, k, workspace(M.shape[-1])[1]):
+    if not kappa_batch(flat, row_sum_atol, k, workspace(M.shape[-1])[1], 1.0):
         check_stochastic(M, row_sum_atol)  # says where
-        kappa_batch(flat, np.inf, k, workspace(M.shape[-1])[1])  # numpy's row sums passed: boundary rounding
+        kappa_batch(flat, np.inf, k, workspace(M.shape[-1])[1], 1.0)  # numpy's row sums passed: boundary rounding
     return k.reshape(M.shape[:-2])
 
 
@@ -290,7 +290,9 @@ def _condition_cpu(flat: np.ndarray, atol: float, row_sum_atol: float):
     m = len(flat)
     kap, kappa_half = np.empty(m), np.empty(m)
     n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
-    if not condition_batch(flat, atol, row_sum_atol, kap, kappa_half, n_max_pairs, witness, *workspace(flat.shape[-1])):
+    if not condition_batch(
+        flat, atol, row_sum_atol, kap, kappa_half, n_max_pairs, witness, *workspace(flat.shape[-1]), 1.0
+    ):
         return None, None, None, None
     return kap, kappa_half, n_max_pairs, witness
 
