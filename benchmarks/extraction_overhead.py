@@ -13,7 +13,8 @@ of extraction.overlap). Prints both ratios to the forward alone (target ≤ 1.3�
 from the per-input costs and the paper suite's data set sizes, the estimated time of
 the whole paper run on this machine. On a CUDA device (--device cuda) the forward runs
 there and the analysis on the CPU beside it.
-A measurement script, not a test: medians of --repeats after a warm-up.
+A measurement script, not a test: medians of --repeats rounds (each round times the three once) after
+a warm-up round.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
-from _timing import median_time
+from _timing import interleaved_medians
 
 from rollout_equality.measure import measure_inputs
 
@@ -130,9 +131,12 @@ def main():
             measure_inputs(extractor, ids, inputs, model="m", dataset="d", batch_size=ARGS.batch, overlap=overlap)
 
         with torch.inference_mode():
-            t_plain = median_time(forward_only, ARGS.repeats) / len(inputs)
-            t_seq = median_time(lambda: measured(False), ARGS.repeats) / len(inputs)
-            t_ovl = median_time(lambda: measured(True), ARGS.repeats) / len(inputs)
+            t_plain, t_seq, t_ovl = (
+                t / len(inputs)
+                for t in interleaved_medians(
+                    [forward_only, lambda: measured(False), lambda: measured(True)], ARGS.repeats
+                )
+            )
         per_input[name.removesuffix("_random")] = min(t_seq, t_ovl)
         print(
             f"{name:<26} {t_plain:13.3f}s {t_seq:10.3f}s {t_ovl:8.3f}s {t_seq / t_plain:9.2f}× {t_ovl / t_plain:9.2f}×",

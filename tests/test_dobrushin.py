@@ -511,3 +511,23 @@ def test_threads_keep_their_own_work_arrays():
     for r, ref in zip(together, alone * 3):
         assert np.array_equal(r.kappa, ref.kappa) and np.array_equal(r.kappa_half, ref.kappa_half)
         assert np.array_equal(r.witness, ref.witness) and np.array_equal(r.n_max_pairs, ref.n_max_pairs)
+
+
+@pytest.mark.parametrize("n", [2, 9, 130, 257, 300])
+def test_restrict_sums_each_row_in_order(n):
+    """Each kept row is divided by its sum taken in the order of the kept indices (bit for bit), as numpy
+    sums the fancy-indexed block of a stack of layers (what the records of earlier runs were built from)."""
+    rng = np.random.default_rng(n)
+    for batch in [(), (3,), (2, 2)]:
+        A = dirichlet(n, n + len(batch), alpha=0.3, batch=batch)
+        for keep in [np.arange(n) > 0, rng.permutation(n)[: max(1, n - 3)], np.arange(n) % 3 != 0]:
+            idx = np.flatnonzero(keep) if keep.dtype == bool else keep
+            block = A[..., idx[:, None], idx[None, :]]
+            mass = np.zeros(block.shape[:-1])
+            for c in range(len(idx)):
+                mass = mass + block[..., c]
+            got = restrict(A, keep)
+            assert got.shape == block.shape and got.flags["C_CONTIGUOUS"]
+            assert np.array_equal(got, block / mass[..., None])
+            if batch == (3,):  # a stack of layers, as the records use it: numpy's own sum is this one
+                assert np.array_equal(got, block / block.sum(axis=-1, keepdims=True))

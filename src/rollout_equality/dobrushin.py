@@ -75,7 +75,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rollout_equality._kernels import _count_and_witness, condition_batch, kappa_batch, upper_tv, workspace
+from rollout_equality._kernels import (
+    _count_and_witness,
+    condition_batch,
+    kappa_batch,
+    restrict_rows,
+    upper_tv,
+    workspace,
+)
 
 DEFAULT_ATOL = 1e-9
 """Tolerance of the condition test (config key ``condition.atol``)."""
@@ -381,15 +388,18 @@ def restrict(A: Any, keep: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> n
         )
     if idx.size == 0:
         raise ValueError("keep selects no token; at least one token must be kept")
-    block = M[..., idx[:, None], idx[None, :]]
-    mass = block.sum(axis=-1, keepdims=True)
-    empty = mass[..., 0] <= 0
+    # the block and its row sums in one compiled pass, each row summed in the order of idx
+    flat = np.ascontiguousarray(M).reshape(-1, n, n)
+    out = np.empty((len(flat), idx.size, idx.size))
+    mass = np.empty((len(flat), idx.size))
+    restrict_rows(flat, np.ascontiguousarray(idx, dtype=np.int64), out, mass)
+    empty = (mass <= 0).reshape(M.shape[:-2] + (idx.size,))
     if empty.any():
         pos = np.argwhere(empty)[0]
         row = idx[pos[-1]]
         where = f" of matrix {tuple(int(p) for p in pos[:-1])}" if len(pos) > 1 else ""
         raise ValueError(f"kept row {row}{where} puts no attention on the kept tokens and cannot be renormalised")
-    return np.ascontiguousarray(block / mass)
+    return out.reshape(M.shape[:-2] + (idx.size, idx.size))
 
 
 def _to_numpy_index(keep: Any) -> np.ndarray:
