@@ -200,7 +200,7 @@ def _kappa_cpu(M: np.ndarray, row_sum_atol: float) -> np.ndarray:
     k = np.empty(len(flat))
     if not kappa_batch(flat, row_sum_atol, k, workspace(M.shape[-1])[1], 1.0):
         check_stochastic(M, row_sum_atol)  # says where
-        kappa_batch(flat, np.inf, k, workspace(M.shape[-1])[1], 1.0)  # numpy's row sums passed: boundary rounding
+        kappa_batch(flat, np.inf, k, workspace(M.shape[-1])[1], 1.0)  # as in _condition_cpu
     return k.reshape(M.shape[:-2])
 
 
@@ -270,16 +270,10 @@ def equality_condition(
         raise ValueError(f"atol must be non-negative; got {atol}")
     if _is_cuda(A):
         M = check_stochastic(A, row_sum_atol)
-        flat = M.reshape(-1, M.shape[-1], M.shape[-1])
-        kap, kappa_half, n_max_pairs, witness = _condition_cuda(flat, atol, A.device)
+        kap, kappa_half, n_max_pairs, witness = _condition_cuda(M, atol, A.device)
     else:
         M = _as_matrices(A, row_sum_atol)
-        flat = M.reshape(-1, M.shape[-1], M.shape[-1])
-        kap, kappa_half, n_max_pairs, witness = _condition_cpu(flat, atol, row_sum_atol)
-        if kap is None:  # the kernel found an entry or a row sum out of place: say which
-            check_stochastic(M, row_sum_atol)
-            # numpy's row sums (pairwise summation) passed where the kernel's did not: rounding at the boundary
-            kap, kappa_half, n_max_pairs, witness = _condition_cpu(flat, atol, np.inf)
+        kap, kappa_half, n_max_pairs, witness = _condition_cpu(M, atol, row_sum_atol)
     return _result(M.shape, kap, kappa_half, n_max_pairs, witness, atol)
 
 
@@ -291,22 +285,31 @@ def _as_matrices(A: Any, row_sum_atol: float) -> np.ndarray:
     return M
 
 
-def _condition_cpu(flat: np.ndarray, atol: float, row_sum_atol: float):
-    """(κ(A), κ(B), pairs attaining κ, witness) of each matrix of a (batch, n, n) array, from one compiled
-    call (:func:`rollout_equality._kernels.condition_batch`); (None, ...) if it is not row-stochastic."""
+def _condition_cpu(M: np.ndarray, atol: float, row_sum_atol: float):
+    """(κ(A), κ(B), pairs attaining κ, witness) of each matrix of a C-contiguous float64 (..., n, n) array,
+    flattened over the batch, from one compiled call that also validates it
+    (:func:`rollout_equality._kernels.condition_batch`); a bad entry or row sum raises ValueError."""
+    flat = M.reshape(-1, M.shape[-1], M.shape[-1])
     m = len(flat)
     kap, kappa_half = np.empty(m), np.empty(m)
     n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
-    if not condition_batch(
-        flat, atol, row_sum_atol, kap, kappa_half, n_max_pairs, witness, *workspace(flat.shape[-1]), 1.0
-    ):
-        return None, None, None, None
+
+    def run(tolerance: float) -> bool:
+        return condition_batch(
+            flat, atol, tolerance, kap, kappa_half, n_max_pairs, witness, *workspace(flat.shape[-1]), 1.0
+        )
+
+    if not run(row_sum_atol):
+        check_stochastic(M, row_sum_atol)  # says where
+        run(np.inf)  # numpy's row sums (pairwise) passed where the kernel's did not: rounding at the boundary
     return kap, kappa_half, n_max_pairs, witness
 
 
-def _condition_cuda(flat: np.ndarray, atol: float, device: Any):
-    """As :func:`_condition_cpu`, with both TV matrices computed on a CUDA device (B built from A's entries)."""
-    n = flat.shape[-1]
+def _condition_cuda(M: np.ndarray, atol: float, device: Any):
+    """As :func:`_condition_cpu` for a validated array, with both TV matrices computed on a CUDA device (B built
+    from A's entries)."""
+    n = M.shape[-1]
+    flat = M.reshape(-1, n, n)
     B = 0.5 * (np.eye(n) + flat)
     tv_a_all = _cuda_tv(flat, device)
     tv_b_all = _cuda_tv(B, device)
