@@ -322,6 +322,11 @@ def _browser():
 def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
     """The report is a web page: its categories open, and every figure and table in them renders."""
     from PIL import Image
+    from selenium.common.exceptions import (
+        ElementClickInterceptedException,
+        NoSuchElementException,
+        StaleElementReferenceException,
+    )
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -331,6 +336,21 @@ def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     browser = _browser()
     wait = WebDriverWait(browser, 20)
+
+    def click(find):
+        """Click the element ``find(browser)`` returns once the page lets it be clicked: while the report's
+        page is still settling, another element can lie over it for a moment (Chromium's "element click
+        intercepted"), so the click is retried until it goes through or the wait times out."""
+
+        def attempt(b):
+            try:
+                find(b).click()
+            except (NoSuchElementException, ElementClickInterceptedException, StaleElementReferenceException):
+                return False
+            return True
+
+        wait.until(attempt, message="the element never became clickable")
+
     try:
         seen = {}
         for category, files in (
@@ -340,9 +360,8 @@ def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
         ):
             for name in files:
                 browser.get(report.as_uri())
-                wait.until(lambda b: b.find_elements(By.LINK_TEXT, category))[0].click()
-                row = wait.until(lambda b: b.find_elements(By.XPATH, f"//td[contains(text(), '{name}')]/.."))[0]
-                row.find_element(By.XPATH, ".//a[@iconname='eye']").click()
+                click(lambda b: b.find_element(By.LINK_TEXT, category))
+                click(lambda b: b.find_element(By.XPATH, f"//td[contains(text(), '{name}')]/..//a[@iconname='eye']"))
                 if name.endswith(".png"):  # the figure itself, decoded by the browser
                     image = wait.until(
                         lambda b: [
