@@ -531,3 +531,56 @@ def test_restrict_sums_each_row_in_order(n):
             assert np.array_equal(got, block / mass[..., None])
             if batch == (3,):  # a stack of layers, as the records use it: numpy's own sum is this one
                 assert np.array_equal(got, block / block.sum(axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 9, 64, 257])
+def test_serial_kernels_give_the_parallel_answers_bit_for_bit(n):
+    """Inside serial_kernels() every CPU function runs the serial twins of the kernels; the results are the
+    parallel kernels' exactly (each pair's sum is taken in the same order either way)."""
+    import rollout_equality._kernels as K
+    from rollout_equality.dobrushin import _kernel, kappa, rollout_kappa, serial_kernels
+
+    A = dirichlet(n, n, alpha=0.2, batch=(4,))
+    keep = np.arange(n) % 4 != 0 if n > 1 else np.ones(1, bool)
+    parallel = (equality_condition(A), kappa(A), restrict(A, keep), rollout_kappa(A))
+    with serial_kernels():
+        assert _kernel("condition_batch") is K.condition_batch_serial
+        serial = (equality_condition(A), kappa(A), restrict(A, keep), rollout_kappa(A))
+    assert _kernel("condition_batch") is K.condition_batch
+    p, s = parallel[0], serial[0]
+    for field in ("kappa", "kappa_half", "n_max_pairs", "witness", "holds", "holds_direct"):
+        assert np.array_equal(getattr(p, field), getattr(s, field)), field
+    for a, b in zip(parallel[1:], serial[1:]):
+        assert np.array_equal(a, b)
+
+
+def test_serial_kernels_are_this_threads_alone():
+    """serial_kernels() switches the calling thread only, and is undone on leaving the block (also on error)."""
+    import threading
+
+    import rollout_equality._kernels as K
+    from rollout_equality.dobrushin import _kernel, serial_kernels
+
+    seen = {}
+    with serial_kernels():
+        t = threading.Thread(target=lambda: seen.setdefault("other", _kernel("kappa_batch")))
+        t.start()
+        t.join()
+        with serial_kernels():  # nested: still serial after the inner block
+            pass
+        seen["inner"] = _kernel("kappa_batch")
+    assert seen == {"other": K.kappa_batch, "inner": K.kappa_batch_serial}
+    with pytest.raises(RuntimeError), serial_kernels():
+        raise RuntimeError
+    assert _kernel("kappa_batch") is K.kappa_batch
+
+
+def test_half_identity_is_numpys_half_of_identity_plus_a():
+    import rollout_equality._kernels as K
+
+    for n in (1, 7, 257):
+        A = dirichlet(n, n, alpha=0.1, batch=(3,))
+        for kernel in (K.half_identity_batch, K.half_identity_batch_serial):
+            B = np.empty_like(A)
+            kernel(A, B)
+            assert np.array_equal(B, 0.5 * (np.eye(n) + A))

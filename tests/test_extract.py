@@ -103,8 +103,11 @@ def test_analysing_beside_the_forward_pass_gives_the_same_records_in_order(name,
     inputs = (TEXTS if FAMILIES[name][1] == "text" else images) * 3
     ids = [f"x{i}" for i in range(len(inputs))]
     kwargs = dict(model=name, dataset="d", batch_size=2, dump_inputs=3)
+    threads = torch.get_num_threads()
     plain = measure_inputs(ex, ids, inputs, **kwargs)
+    assert torch.get_num_threads() == threads  # one thread for torch while the workers analyse, then restored
     overlapped = measure_inputs(ex, ids, inputs, overlap=True, **kwargs)
+    assert torch.get_num_threads() == threads
     assert plain[0] == overlapped[0] and plain[1] == overlapped[1]
     assert plain[2].keys() == overlapped[2].keys()
     assert all(np.array_equal(plain[2][k], overlapped[2][k]) for k in plain[2])

@@ -8,6 +8,7 @@ from rollout_equality.records import (
     LAYER_SCHEMA,
     ROLLOUT_SCHEMA,
     analyse_input,
+    analyse_inputs,
     read_metadata,
     read_records,
     write_records,
@@ -51,6 +52,31 @@ def test_analyse_input_errors():
         analyse_input(attention(n=3), np.zeros(4, bool), model="m", dataset="d", input_id="x")
     with pytest.raises(ValueError, match="layers, n, n"):
         analyse_input(np.eye(3), np.zeros(3, bool), model="m", dataset="d", input_id="x")
+
+
+def test_analysis_on_a_pool_gives_the_same_records():
+    """One task per (input, token set) on worker threads, serial kernels: the records of the analysis
+    in the calling thread, bit for bit and in order, for inputs of different sizes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batch = []
+    for n in (6, 40, 9, 40, 130):
+        special = np.zeros(n, bool)
+        special[[0, -1]] = True
+        batch.append((attention(L=4, n=n, seed=n + len(batch)), special))
+    ids = [f"x{i}" for i in range(len(batch))]
+    here = analyse_inputs(batch, ids, model="m", dataset="d")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        on_pool = analyse_inputs(batch, ids, model="m", dataset="d", pool=pool)
+        # an input that cannot be analysed raises its error from the pool too
+        bad = attention(L=2, n=5)
+        bad[1, 3] = [0.0, 0.0, 1.0, 0.0, 0.0]  # content row 3 of layer 1 attends only to the special token 2
+        special = np.zeros(5, bool)
+        special[2] = True
+        with pytest.raises(ValueError, match="cannot be renormalised"):
+            analyse_inputs([batch[0], (bad, special)], ["ok", "bad"], model="m", dataset="d", pool=pool)
+    assert here == on_pool
+    assert [rows[0]["input_id"] for rows, _ in on_pool] == ids
 
 
 def test_missing_records_name_the_step(tmp_path):

@@ -19,6 +19,7 @@ validation keeps NaN and inf meaningful and the TV of B is computed as written.
 from __future__ import annotations
 
 import threading
+import types
 
 import numba
 import numpy as np
@@ -31,13 +32,32 @@ def workspace(n: int) -> tuple[np.ndarray, np.ndarray]:
 
     Allocating and zeroing two fresh arrays on every call cost measurably at n = 257
     (185× → 189× the naive version once they were kept); each thread keeps its own, so
-    the analysis may run beside other work.
+    the analysis may run beside other work. The last few sizes are kept (a thread that
+    analyses both token sets of an input alternates between n and its content count).
     """
-    ws = getattr(_local, "ws", None)
-    if ws is None or ws[0].shape[0] != n:
-        ws = (np.empty((n, n)), np.empty((n, n)))
-        _local.ws = ws
+    cache = getattr(_local, "ws", None)
+    if cache is None:
+        cache = _local.ws = {}
+    ws = cache.get(n)
+    if ws is None:
+        if len(cache) >= 4:
+            cache.clear()
+        ws = cache[n] = (np.empty((n, n)), np.empty((n, n)))
     return ws
+
+
+def _serial_twin(kernel):
+    """``kernel`` compiled again without ``parallel=True``: its ``prange`` loops run as plain loops on the
+    calling thread, with the same per-pair arithmetic (the results are the same bit for bit; each pair's sum is
+    computed in a fixed order either way). For work spread over threads by the caller, one task per thread
+    (:func:`rollout_equality.dobrushin.serial_kernels`): no OpenMP team is woken, and concurrent calls are safe
+    with every numba threading layer. The twin has its own name, so numba caches it apart."""
+    f = kernel.py_func
+    name = f"{f.__name__}_serial"
+    twin = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    twin.__qualname__ = name
+    twin.__doc__ = f"As :func:`{f.__name__}`, on the calling thread alone."
+    return numba.njit(cache=True, nogil=True)(twin)
 
 
 @numba.njit(fastmath=True, inline="always", cache=True)
@@ -321,6 +341,9 @@ def condition_batch(M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B,
     return True
 
 
+condition_batch_serial = _serial_twin(condition_batch)
+
+
 @numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
 def _block_max(tv, i0):
     n = tv.shape[0]
@@ -356,6 +379,20 @@ def kappa_batch(M, row_sum_atol, kappa, tv, one):
     return True
 
 
+kappa_batch_serial = _serial_twin(kappa_batch)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def half_identity_batch(M, B):
+    """B[b] = ½(I + M[b]) for each matrix of a (batch, n, n) float64 array, entry by entry as
+    :func:`_half_identity` (exactly numpy's ``0.5 * (np.eye(n) + M)``), in one pass."""
+    for b in numba.prange(M.shape[0]):
+        _half_identity(M[b], B[b])
+
+
+half_identity_batch_serial = _serial_twin(half_identity_batch)
+
+
 # ----------------------------------------------------------------------------
 # The content block, renormalised
 # ----------------------------------------------------------------------------
@@ -381,3 +418,6 @@ def restrict_rows(M, idx, out, mass):
             if s > 0.0:
                 for c in range(m):
                     row[c] = row[c] / s
+
+
+restrict_rows_serial = _serial_twin(restrict_rows)

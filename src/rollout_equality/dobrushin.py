@@ -70,19 +70,42 @@ silently renormalised.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from rollout_equality._kernels import (
-    _count_and_witness,
-    condition_batch,
-    kappa_batch,
-    restrict_rows,
-    upper_tv,
-    workspace,
-)
+from rollout_equality import _kernels
+from rollout_equality._kernels import _count_and_witness, upper_tv, workspace
+
+_thread = threading.local()
+
+
+@contextlib.contextmanager
+def serial_kernels() -> Iterator[None]:
+    """Within this block, this thread's CPU analysis runs on this thread alone.
+
+    The compiled kernels spread each matrix's work over numba's threads by default. A caller that
+    already spreads its work over threads (one task per thread, e.g. the two token sets of each input
+    of a batch, :func:`rollout_equality.records.analyse_inputs`) uses this in each task instead: the
+    same kernels compiled without ``parallel=True``, so no second thread pool competes for the cores.
+    The results are the same bit for bit. Other threads are not affected.
+    """
+    previous = getattr(_thread, "serial", False)
+    _thread.serial = True
+    try:
+        yield
+    finally:
+        _thread.serial = previous
+
+
+def _kernel(name: str):
+    """The compiled kernel ``name`` of :mod:`rollout_equality._kernels`, its serial twin inside
+    :func:`serial_kernels`."""
+    return getattr(_kernels, f"{name}_serial" if getattr(_thread, "serial", False) else name)
+
 
 DEFAULT_ATOL = 1e-9
 """Tolerance of the condition test (config key ``condition.atol``)."""
@@ -198,6 +221,7 @@ def _kappa_cpu(M: np.ndarray, row_sum_atol: float) -> np.ndarray:
     M = np.ascontiguousarray(M, dtype=np.float64)
     flat = M.reshape(-1, M.shape[-1], M.shape[-1])
     k = np.empty(len(flat))
+    kappa_batch = _kernel("kappa_batch")
     if not kappa_batch(flat, row_sum_atol, k, workspace(M.shape[-1])[1], 1.0):
         check_stochastic(M, row_sum_atol)  # says where
         kappa_batch(flat, np.inf, k, workspace(M.shape[-1])[1], 1.0)  # as in _condition_cpu
@@ -293,6 +317,8 @@ def _condition_cpu(M: np.ndarray, atol: float, row_sum_atol: float):
     m = len(flat)
     kap, kappa_half = np.empty(m), np.empty(m)
     n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
+
+    condition_batch = _kernel("condition_batch")
 
     def run(tolerance: float) -> bool:
         return condition_batch(
@@ -395,7 +421,7 @@ def restrict(A: Any, keep: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> n
     flat = np.ascontiguousarray(M).reshape(-1, n, n)
     out = np.empty((len(flat), idx.size, idx.size))
     mass = np.empty((len(flat), idx.size))
-    restrict_rows(flat, np.ascontiguousarray(idx, dtype=np.int64), out, mass)
+    _kernel("restrict_rows")(flat, np.ascontiguousarray(idx, dtype=np.int64), out, mass)
     empty = (mass <= 0).reshape(M.shape[:-2] + (idx.size,))
     if empty.any():
         pos = np.argwhere(empty)[0]
@@ -461,12 +487,16 @@ def rollout_kappa(layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW
 
 def _rollout_kappa(stack: np.ndarray, row_sum_atol: float) -> np.ndarray:
     """:func:`rollout_kappa` of a validated float64 stack (L, ..., n, n)."""
-    B = 0.5 * (np.eye(stack.shape[-1]) + stack)
+    n = stack.shape[-1]
+    B = np.empty(stack.shape)
+    _kernel("half_identity_batch")(np.ascontiguousarray(stack).reshape(-1, n, n), B.reshape(-1, n, n))
     R = np.empty_like(B)
     R[0] = B[0]
     # torch's matrix product (its own thread pool, as the forward pass): on 2 cores 1.6× faster than
     # numpy's on one BLAS thread, while numpy's threaded BLAS keeps its threads spinning after the
-    # products and slows the TV kernel that runs next (1.5×).
+    # products and slows the TV kernel that runs next (1.5×). Callers that run several rollouts at once
+    # on their own threads give torch one thread meanwhile (rollout_equality.measure.measure_inputs):
+    # numpy's BLAS serialises concurrent calls, torch's runs them side by side.
     import torch
 
     Bt, Rt = torch.from_numpy(B), torch.from_numpy(R)

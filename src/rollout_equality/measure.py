@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import platform
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL
 from rollout_equality.extract import Extractor, load, resolve_device
 from rollout_equality.io import atomic_path, progress
-from rollout_equality.records import analyse_input, write_records
+from rollout_equality.records import analyse_inputs, write_records
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,19 @@ def _versions() -> dict[str, str]:
     return out
 
 
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    """torch's intra-op threads set to ``n`` within the block, restored after it."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def measure_inputs(
     extractor: Extractor,
     ids: list[str],
@@ -42,6 +57,7 @@ def measure_inputs(
     row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
     dump_inputs: int = 0,
     overlap: bool = False,
+    workers: int | None = None,
 ) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
     """Run the extractor batch by batch and analyse each input alone.
 
@@ -49,32 +65,38 @@ def measure_inputs(
     inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``).
     Memory stays bounded by two batches of attention maps.
 
-    ``overlap``: analyse batch k on a worker thread while batch k + 1 runs through the network
-    (the compiled kernels release the GIL). The records are the same, in the same order, either way.
+    The analysis of a batch runs on ``workers`` threads (default: torch's thread count, which the
+    workflow sets to the rule's threads), one task per input and token set
+    (:func:`rollout_equality.records.analyse_inputs`); torch gets one thread while they run, so that
+    their rollout products do not each start a team of torch's threads.
+
+    ``overlap``: analyse batch k on those workers while batch k + 1 runs through the network. Meant for
+    a network on a GPU: torch keeps one CPU thread for the whole run (on a CPU the network then runs
+    on one thread beside the analysis). The records are the same, in the same order, either way.
     """
+    import torch
+
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1; got {batch_size}")
     if len(ids) != len(inputs):
         raise ValueError(f"{len(ids)} ids for {len(inputs)} inputs")
+    workers = workers or torch.get_num_threads()
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1; got {workers}")
     layer_rows: list[dict] = []
     rollout_rows: list[dict] = []
     dump: dict[str, np.ndarray] = {}
 
     def analyse_batch(start: int, batch: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[list, list]]:
-        out = []
-        for k, (layers, special) in enumerate(batch):
-            out.append(
-                analyse_input(
-                    layers,
-                    special,
-                    model=model,
-                    dataset=dataset,
-                    input_id=ids[start + k],
-                    atol=atol,
-                    row_sum_atol=row_sum_atol,
-                )
-            )
-        return out
+        return analyse_inputs(
+            batch,
+            ids[start : start + len(batch)],
+            model=model,
+            dataset=dataset,
+            atol=atol,
+            row_sum_atol=row_sum_atol,
+            pool=pool,
+        )
 
     def collect(start: int, batch, analysed) -> None:
         nonlocal layer_rows, rollout_rows
@@ -86,23 +108,23 @@ def measure_inputs(
                 dump[f"{ids[start + k]}/special"] = np.asarray(special, dtype=bool)
 
     starts = range(0, len(inputs), batch_size)
-    if not overlap:
-        for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
-            batch = extractor(inputs[start : start + batch_size])
-            collect(start, batch, analyse_batch(start, batch))
-        return layer_rows, rollout_rows, dump
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="analyse") as pool:
+        if not overlap:
+            for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
+                batch = extractor(inputs[start : start + batch_size])
+                with _torch_threads(1):
+                    collect(start, batch, analyse_batch(start, batch))
+            return layer_rows, rollout_rows, dump
 
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="analyse") as pool:
-        pending = None
-        for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
-            batch = extractor(inputs[start : start + batch_size])
+        with _torch_threads(1), ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as coordinator:
+            pending = None
+            for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
+                batch = extractor(inputs[start : start + batch_size])
+                if pending is not None:
+                    collect(*pending[:2], pending[2].result())
+                pending = (start, batch, coordinator.submit(analyse_batch, start, batch))
             if pending is not None:
                 collect(*pending[:2], pending[2].result())
-            pending = (start, batch, pool.submit(analyse_batch, start, batch))
-        if pending is not None:
-            collect(*pending[:2], pending[2].result())
     return layer_rows, rollout_rows, dump
 
 
