@@ -8,8 +8,9 @@ sizes, random weights), inputs at the paper's resolution (224 px images; text of
 forward alone, and of rule measure's whole per-input work (eager forward with
 attentions, head averaging, the condition and rollout analysis of both token sets,
 through rollout_equality.measure.measure_inputs), once analysing after each forward
-(sequential) and once analysing batch k while batch k + 1 runs (overlap, the default
-of extraction.overlap). Prints both ratios to the forward alone (target ≤ 1.3×) and,
+(sequential, the default of extraction.overlap on a CPU) and once analysing batch k while
+batch k + 1 runs (overlap, its default on a GPU; torch keeps one CPU thread then, so on a
+CPU the overlapped forward runs on one thread). Prints both ratios to the forward alone (target ≤ 1.3×) and,
 from the per-input costs and the paper suite's data set sizes, the estimated time of
 the whole paper run on this machine. On a CUDA device (--device cuda) the forward runs
 there and the analysis on the CPU beside it.

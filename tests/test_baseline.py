@@ -24,6 +24,9 @@ def test_deterministic_and_independent_of_chunking():
     pd.testing.assert_frame_equal(a, b)
     c = random_baseline([4, 9], trials=300, seed=8, show_progress=False)
     assert not a["holds"].equals(c["holds"])
+    # chunks side by side on worker threads, each on its own thread's kernels: the same table
+    d = random_baseline([9, 4], trials=300, seed=7, chunk_size=11, show_progress=False, workers=3)
+    pd.testing.assert_frame_equal(a, d)
 
 
 def test_trial_matrices_are_uniform_on_the_simplex():
@@ -56,6 +59,7 @@ def test_wilson_interval_matches_formula():
         ({"ns": [4, 4]}, "twice"),
         ({"trials": 0}, "trials"),
         ({"chunk_size": 0}, "chunk_size"),
+        ({"workers": 0}, "workers"),
     ],
 )
 def test_bad_arguments_raise(kwargs, message):

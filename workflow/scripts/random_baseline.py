@@ -12,5 +12,5 @@ from rollout_equality.tables import write_csv  # noqa: E402
 
 with logging_to(snakemake.log[0]):
     p = snakemake.params
-    table = random_baseline(p.ns, p.trials, p.seed, atol=p.atol, chunk_size=p.chunk_size)
+    table = random_baseline(p.ns, p.trials, p.seed, atol=p.atol, chunk_size=p.chunk_size, workers=snakemake.threads)
     write_csv(table, snakemake.output.csv)
