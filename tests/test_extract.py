@@ -455,3 +455,12 @@ def test_the_real_mpnet_from_its_wheels(tmp_path):
         axis=0,
     )
     assert (diagonal < limit).all(), diagonal
+
+
+def test_measure_inputs_bad_arguments_name_them():
+    def never(batch):  # the arguments are checked before any forward pass
+        raise AssertionError("extractor called")
+
+    for kwargs, message in (({"workers": 0}, "workers must be at least 1"), ({"batch_size": 0}, "batch_size")):
+        with pytest.raises(ValueError, match=message):
+            measure_inputs(never, ["a"], ["x"], model="m", dataset="d", **kwargs)

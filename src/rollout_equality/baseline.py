@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Iterable
 
 import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from rollout_equality.dobrushin import DEFAULT_ATOL, equality_condition, serial_kernels
+from rollout_equality.dobrushin import DEFAULT_ATOL, call_serially, equality_condition
 from rollout_equality.io import progress
 
 log = logging.getLogger(__name__)
@@ -49,11 +50,6 @@ def count_holds(n: int, start: int, stop: int, seed: int, atol: float = DEFAULT_
     batch = np.stack([random_stochastic(n, t, seed) for t in range(start, stop)])
     result = equality_condition(batch, atol=atol)
     return int(result.holds.sum()), int((result.holds != result.holds_direct).sum())
-
-
-def _count_holds_serial(*args) -> tuple[int, int]:
-    with serial_kernels():
-        return count_holds(*args)
 
 
 def _collect(counts: dict[int, list[int]], n: int, future: Future, bar) -> None:
@@ -107,7 +103,8 @@ def random_baseline(
         raise ValueError(f"workers must be at least 1; got {workers}")
     bar = progress(None, total=len(chunks), desc="random baseline", unit="chunk", disable=not show_progress)
     with bar, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="baseline") as pool:
-        run = count_holds if workers == 1 else _count_holds_serial
+        # one worker: the kernels' own threads; several: each chunk on its worker's thread alone
+        run = count_holds if workers == 1 else partial(call_serially, count_holds)
         # at most a few chunks in flight per worker: memory stays bounded by chunk_size
         pending: deque = deque()
         for n, start, stop in chunks:

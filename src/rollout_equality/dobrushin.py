@@ -101,6 +101,12 @@ def serial_kernels() -> Iterator[None]:
         _thread.serial = previous
 
 
+def call_serially(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` inside :func:`serial_kernels`: a task for a thread pool of the caller's."""
+    with serial_kernels():
+        return fn(*args, **kwargs)
+
+
 def _kernel(name: str):
     """The compiled kernel ``name`` of :mod:`rollout_equality._kernels`, its serial twin inside
     :func:`serial_kernels`."""
@@ -495,8 +501,9 @@ def _rollout_kappa(stack: np.ndarray, row_sum_atol: float) -> np.ndarray:
     # torch's matrix product (its own thread pool, as the forward pass): on 2 cores 1.6× faster than
     # numpy's on one BLAS thread, while numpy's threaded BLAS keeps its threads spinning after the
     # products and slows the TV kernel that runs next (1.5×). Callers that run several rollouts at once
-    # on their own threads give torch one thread meanwhile (rollout_equality.measure.measure_inputs):
-    # numpy's BLAS serialises concurrent calls, torch's runs them side by side.
+    # on their own threads give torch one thread meanwhile (rollout_equality.measure.measure_inputs), so
+    # each product runs on its caller's thread. (numpy's BLAS limited to one thread per task was ~1.2×
+    # faster for two concurrent chains here, but its products differ from torch's in the last bits.)
     import torch
 
     Bt, Rt = torch.from_numpy(B), torch.from_numpy(R)

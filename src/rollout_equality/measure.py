@@ -80,7 +80,8 @@ def measure_inputs(
         raise ValueError(f"batch_size must be at least 1; got {batch_size}")
     if len(ids) != len(inputs):
         raise ValueError(f"{len(ids)} ids for {len(inputs)} inputs")
-    workers = workers or torch.get_num_threads()
+    if workers is None:
+        workers = torch.get_num_threads()
     if workers < 1:
         raise ValueError(f"workers must be at least 1; got {workers}")
     layer_rows: list[dict] = []

@@ -38,9 +38,9 @@ from rollout_equality.dobrushin import (
     DEFAULT_ATOL,
     DEFAULT_ROW_SUM_ATOL,
     _rollout_kappa,
+    call_serially,
     equality_condition,
     restrict,
-    serial_kernels,
 )
 from rollout_equality.io import write_parquet
 
@@ -106,11 +106,6 @@ def _token_set(layers: np.ndarray, special: np.ndarray, token_set: str, atol: fl
     return res, _rollout_kappa(A, row_sum_atol), A.shape[-1]
 
 
-def _token_set_serial(*args):
-    with serial_kernels():
-        return _token_set(*args)
-
-
 def analyse_inputs(
     batch: Sequence[tuple[np.ndarray, np.ndarray]],
     input_ids: Sequence[str],
@@ -138,7 +133,7 @@ def analyse_inputs(
     if pool is None:
         done = [_token_set(*task) for task in tasks]
     else:
-        futures = [pool.submit(_token_set_serial, *task) for task in tasks]
+        futures = [pool.submit(call_serially, _token_set, *task) for task in tasks]
         done = [f.result() for f in futures]
     out = []
     for k, ((layers, _), input_id) in enumerate(zip(checked, input_ids)):
