@@ -464,3 +464,63 @@ def test_measure_inputs_bad_arguments_name_them():
     for kwargs, message in (({"workers": 0}, "workers must be at least 1"), ({"batch_size": 0}, "batch_size")):
         with pytest.raises(ValueError, match=message):
             measure_inputs(never, ["a"], ["x"], model="m", dataset="d", **kwargs)
+
+
+class _SizedExtractor:
+    """Each input is (seed, n): its n × n attention of 2 layers, drawn from its seed alone (so any batch
+    composition gives the same matrices), token 0 special; ``input_sizes`` tells n."""
+
+    n_layers = 2
+
+    def __init__(self):
+        self.batches = []
+
+    def input_sizes(self, inputs):
+        return [n for _, n in inputs]
+
+    def __call__(self, inputs):
+        self.batches.append([n for _, n in inputs])
+        out = []
+        for seed, n in inputs:
+            layers = np.random.default_rng(seed).dirichlet(np.ones(n), size=(2, n)).astype(np.float32)
+            out.append((layers, np.arange(n) == 0))
+        return out
+
+
+def test_batches_by_length_keep_input_order():
+    """Batches are formed of inputs sorted by size (stable), while rows and dump keep input order."""
+    sizes = [9, 3, 7, 3, 12, 5, 7, 4]
+    inputs = list(enumerate(sizes))
+    ids = [f"x{i}" for i in range(len(inputs))]
+    kwargs = dict(model="m", dataset="d", batch_size=3, dump_inputs=2)
+    sized = _SizedExtractor()
+    by_length = measure_inputs(sized, ids, inputs, **kwargs)
+    assert sized.batches == [[3, 3, 4], [5, 7, 7], [9, 12]]
+    plain_ex = _SizedExtractor()
+    plain = measure_inputs(plain_ex, ids, inputs, batch_by_length=False, **kwargs)
+    assert plain_ex.batches == [[9, 3, 7], [3, 12, 5], [7, 4]]
+    assert by_length[0] == plain[0] and by_length[1] == plain[1]  # same rows, input order
+    assert list(dict.fromkeys(r["input_id"] for r in by_length[0])) == ids
+    assert list(by_length[2]) == ["x0/attention", "x0/special", "x1/attention", "x1/special"]
+    assert all(np.array_equal(by_length[2][k], plain[2][k]) for k in plain[2])
+    overlapped = measure_inputs(_SizedExtractor(), ids, inputs, overlap=True, **kwargs)
+    assert overlapped[0] == by_length[0] and overlapped[1] == by_length[1]
+
+
+def test_text_batches_by_length_give_the_records_of_input_order(built):
+    """A real text model: the records of length-sorted batches are those of input-order batches (booleans,
+    counts, witnesses equal; floats to float32 rounding), in input order."""
+    ex = load(built["roberta"], "cpu", max_tokens=32)
+    texts = TEXTS + ["one two three four five six seven eight nine ten", "Short one.", "A"]
+    assert ex.input_sizes(texts) == [len(ex.tokenizer(t, truncation=True, max_length=32)["input_ids"]) for t in texts]
+    ids = [f"x{i}" for i in range(len(texts))]
+    sorted_rows, sorted_ro, _ = measure_inputs(ex, ids, texts, model="r", dataset="d", batch_size=2)
+    plain_rows, plain_ro, _ = measure_inputs(
+        ex, ids, texts, model="r", dataset="d", batch_size=2, batch_by_length=False
+    )
+    assert [r["input_id"] for r in sorted_ro] == [r["input_id"] for r in plain_ro]
+    for a, b in zip(sorted_rows, plain_rows):
+        for key in ("input_id", "layer", "token_set", "n_tokens", "holds", "holds_direct", "n_max_pairs"):
+            assert a[key] == b[key], (key, a, b)
+        assert a["kappa"] == pytest.approx(b["kappa"], abs=1e-5)
+    assert load(built["dinov2_reg"], "cpu").input_sizes([None]) is None  # images: one size, input order

@@ -45,6 +45,18 @@ def _torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+def batch_order(extractor: Extractor, inputs: list[Any]) -> list[int]:
+    """Input indices sorted by the extractor's ``input_sizes`` (stable), or in input order when it has
+    none or returns None (images: every input has the same size)."""
+    sizes_of = getattr(extractor, "input_sizes", None)
+    sizes = sizes_of(inputs) if sizes_of is not None else None
+    if sizes is None:
+        return list(range(len(inputs)))
+    if len(sizes) != len(inputs):
+        raise ValueError(f"input_sizes gave {len(sizes)} sizes for {len(inputs)} inputs")
+    return sorted(range(len(inputs)), key=sizes.__getitem__)
+
+
 def measure_inputs(
     extractor: Extractor,
     ids: list[str],
@@ -58,6 +70,7 @@ def measure_inputs(
     dump_inputs: int = 0,
     overlap: bool = False,
     workers: int | None = None,
+    batch_by_length: bool = True,
 ) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
     """Run the extractor batch by batch and analyse each input alone.
 
@@ -73,6 +86,12 @@ def measure_inputs(
     ``overlap``: analyse batch k on those workers while batch k + 1 runs through the network. Meant for
     a network on a GPU: torch keeps one CPU thread for the whole run (on a CPU the network then runs
     on one thread beside the analysis). The records are the same, in the same order, either way.
+
+    ``batch_by_length``: when the extractor tells the inputs' sizes (``input_sizes``: text), form the
+    batches of inputs sorted by size (stable), so that little of a batch is padding (on 200 segments
+    of 20-100 words, 1.6x fewer token positions than batches in input order). Records and dump
+    still come in input order; a float may differ from the input-order batches in its last bits, as
+    any change of batch composition does (padding is removed per input).
     """
     import torch
 
@@ -84,14 +103,14 @@ def measure_inputs(
         workers = torch.get_num_threads()
     if workers < 1:
         raise ValueError(f"workers must be at least 1; got {workers}")
-    layer_rows: list[dict] = []
-    rollout_rows: list[dict] = []
-    dump: dict[str, np.ndarray] = {}
+    order = batch_order(extractor, inputs) if batch_by_length else list(range(len(inputs)))
+    analysed_by_input: list[tuple[list, list] | None] = [None] * len(inputs)
+    dumped: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def analyse_batch(start: int, batch: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[list, list]]:
+    def analyse_batch(picked: list[int], batch: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[list, list]]:
         return analyse_inputs(
             batch,
-            ids[start : start + len(batch)],
+            [ids[i] for i in picked],
             model=model,
             dataset=dataset,
             atol=atol,
@@ -99,33 +118,34 @@ def measure_inputs(
             pool=pool,
         )
 
-    def collect(start: int, batch, analysed) -> None:
-        nonlocal layer_rows, rollout_rows
-        for k, ((layers, special), (rows, ro)) in enumerate(zip(batch, analysed)):
-            layer_rows += rows
-            rollout_rows += ro
-            if start + k < dump_inputs:
-                dump[f"{ids[start + k]}/attention"] = np.asarray(layers, dtype=np.float32)
-                dump[f"{ids[start + k]}/special"] = np.asarray(special, dtype=bool)
+    def collect(picked: list[int], batch, analysed) -> None:
+        for i, (layers, special), rows in zip(picked, batch, analysed):
+            analysed_by_input[i] = rows
+            if i < dump_inputs:
+                dumped[i] = (np.asarray(layers, dtype=np.float32), np.asarray(special, dtype=bool))
 
-    starts = range(0, len(inputs), batch_size)
+    batches = [order[s : s + batch_size] for s in range(0, len(inputs), batch_size)]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="analyse") as pool:
         if not overlap:
-            for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
-                batch = extractor(inputs[start : start + batch_size])
+            for picked in progress(batches, desc=f"{model} on {dataset}", unit="batch"):
+                batch = extractor([inputs[i] for i in picked])
                 with _torch_threads(1):
-                    collect(start, batch, analyse_batch(start, batch))
-            return layer_rows, rollout_rows, dump
-
-        with _torch_threads(1), ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as coordinator:
-            pending = None
-            for start in progress(starts, desc=f"{model} on {dataset}", unit="batch"):
-                batch = extractor(inputs[start : start + batch_size])
+                    collect(picked, batch, analyse_batch(picked, batch))
+        else:
+            with _torch_threads(1), ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as coordinator:
+                pending = None
+                for picked in progress(batches, desc=f"{model} on {dataset}", unit="batch"):
+                    batch = extractor([inputs[i] for i in picked])
+                    if pending is not None:
+                        collect(*pending[:2], pending[2].result())
+                    pending = (picked, batch, coordinator.submit(analyse_batch, picked, batch))
                 if pending is not None:
                     collect(*pending[:2], pending[2].result())
-                pending = (start, batch, coordinator.submit(analyse_batch, start, batch))
-            if pending is not None:
-                collect(*pending[:2], pending[2].result())
+    layer_rows = [row for rows, _ in analysed_by_input for row in rows]
+    rollout_rows = [row for _, ro in analysed_by_input for row in ro]
+    dump: dict[str, np.ndarray] = {}
+    for i in sorted(dumped):
+        dump[f"{ids[i]}/attention"], dump[f"{ids[i]}/special"] = dumped[i]
     return layer_rows, rollout_rows, dump
 
 
@@ -146,6 +166,7 @@ def measure(
     dump_inputs: int = 0,
     dump_path: str | os.PathLike | None = None,
     overlap: bool | str = "auto",
+    batch_by_length: bool = True,
 ) -> None:
     """Records of ``model`` on the prepared data set in ``data_dir``: layer records to ``out_path``,
     rollout records to ``rollout_path``, attention of the first ``dump_inputs`` inputs to ``dump_path``."""
@@ -173,6 +194,7 @@ def measure(
         row_sum_atol=row_sum_atol,
         dump_inputs=dump_inputs if dump_path else 0,
         overlap=overlap,
+        batch_by_length=batch_by_length,
     )
     metadata = {
         "model": dict(model_info),
@@ -187,6 +209,7 @@ def measure(
             "device": device,
             "batch_size": batch_size,
             "overlap": overlap,
+            "batch_by_length": batch_by_length,
             "max_tokens": max_tokens,
             "attention": "eager, head-averaged in float32, analysed in float64",
             "preprocessing": extractor.preprocessing,

@@ -33,4 +33,5 @@ with logging_to(snakemake.log[0]):
         dump_inputs=ex["dump_inputs"],
         dump_path=snakemake.output.dump,
         overlap=ex["overlap"],
+        batch_by_length=ex["batch_by_length"],
     )

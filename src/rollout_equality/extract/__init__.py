@@ -24,6 +24,9 @@ class Extractor(Protocol):
 
     def __call__(self, inputs: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]: ...
 
+    # Optional: ``input_sizes(inputs) -> list[int] | None``, the tokens each input will have (text),
+    # so that batches can be formed of inputs of similar size (less padding); None when all are equal.
+
 
 class NoAttentionError(RuntimeError):
     """The model returned no attention probabilities."""

@@ -99,6 +99,15 @@ class TransformersExtractor:
             if self.n_special is None:
                 raise ValueError(f"{path}: cannot tell CLS/distillation/register tokens of this vision model")
 
+    def input_sizes(self, inputs: list[Any]) -> list[int] | None:
+        """Tokens of each text input as the forward pass will see it (specials in, truncated to
+        ``max_length``); None for images, which all have the same number. Batches of similar sizes
+        waste less on padding (:func:`rollout_equality.measure.measure_inputs`)."""
+        if self.modality != "text":
+            return None
+        enc = self.tokenizer(list(inputs), truncation=True, max_length=self.max_length)
+        return [len(ids) for ids in enc["input_ids"]]
+
     @torch.inference_mode()
     def __call__(self, inputs: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
         return self._text(inputs) if self.modality == "text" else self._images(inputs)
