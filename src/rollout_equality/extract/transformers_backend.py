@@ -105,22 +105,19 @@ class TransformersExtractor:
         waste less on padding (:func:`rollout_equality.measure.measure_inputs`)."""
         if self.modality != "text":
             return None
-        enc = self.tokenizer(list(inputs), truncation=True, max_length=self.max_length)
-        return [len(ids) for ids in enc["input_ids"]]
+        return [len(ids) for ids in self._tokenize(inputs)["input_ids"]]
+
+    def _tokenize(self, texts: list[str], **kwargs):
+        """The tokenizer as the forward pass calls it (truncated to ``max_length``), so that
+        :meth:`input_sizes` counts what :meth:`_text` runs."""
+        return self.tokenizer(list(texts), truncation=True, max_length=self.max_length, **kwargs)
 
     @torch.inference_mode()
     def __call__(self, inputs: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
         return self._text(inputs) if self.modality == "text" else self._images(inputs)
 
     def _text(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        enc = self.tokenizer(
-            list(texts),
-            padding=True,
-            truncation=True,
-            max_length=self.max_length,
-            return_special_tokens_mask=True,
-            return_tensors="pt",
-        )
+        enc = self._tokenize(texts, padding=True, return_special_tokens_mask=True, return_tensors="pt")
         model_inputs = {k: v.to(self.device) for k, v in enc.items() if k in self.tokenizer.model_input_names}
         out = self.model(**model_inputs, output_attentions=True)
         avg = head_average(out.attentions, self.path)
