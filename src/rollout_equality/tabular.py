@@ -159,7 +159,7 @@ def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> t
 
     def read(path: str) -> pd.DataFrame:
         return pd.read_csv(
-            resolve_path(path, pip_flags="--no-deps "),
+            resolve_path(path),
             header=csv["header"],
             names=csv.get("names"),
             na_values=csv.get("na_values"),

