@@ -27,8 +27,9 @@ import numpy as np
 _local = threading.local()
 
 
-def workspace(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two (n, n) float64 work arrays of this thread, kept between calls.
+def workspace(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """This thread's (n, n) work arrays, kept between calls: two float64 (B, tv) and two float32 (the
+    screened kernels' copy of A and its TV).
 
     Allocating and zeroing two fresh arrays on every call cost measurably at n = 257
     (185× → 189× the naive version once they were kept); each thread keeps its own, so
@@ -42,7 +43,7 @@ def workspace(n: int) -> tuple[np.ndarray, np.ndarray]:
     if ws is None:
         if len(cache) >= 4:
             cache.clear()
-        ws = cache[n] = (np.empty((n, n)), np.empty((n, n)))
+        ws = cache[n] = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n), np.float32), np.empty((n, n), np.float32))
     return ws
 
 
@@ -70,17 +71,73 @@ def _pair_tv(A, out, i, j):
 
 
 @numba.njit(fastmath=True, cache=True, nogil=True)
-def _block_tv(A, out, i0, one):
-    """TV of rows i0..i0+3 against every later row.
+def _tile_tv(A, out, i0, j, one):
+    """TV of rows i0..i0+3 against rows j..j+3 (a 4 × 4 tile of pairs), into out.
 
-    Pairs go in 4 × 4 tiles: each loaded element serves four pairs, so the loop
-    is bound by arithmetic rather than by reading rows from cache (1.3-1.6×
-    faster than one pair at a time at n = 257 and 1370).
+    Each loaded element serves four pairs, so the loop is bound by arithmetic rather than by
+    reading rows from cache (1.3-1.6× faster than one pair at a time at n = 257 and 1370).
 
     ``one`` is 1.0, passed at run time: ``s += |x − y| · one`` is the same sum bit for bit
     (x · 1 + s rounds once, as x + s does), but the compiler cannot drop the product, so the
     accumulation becomes a fused multiply-add on the FMA units while the subtractions take
     the adders, instead of all of it queueing on the adders (1.15-1.25× at n = 197-1370).
+
+    The sweep (:func:`_block_tv`) and the float64 re-check of screened candidates
+    (:func:`_recheck_block`) both call this one compiled function, so a pair's sum is taken in
+    the same order (the compiler's vectorised, reassociated order of this loop) by both.
+    """
+    n = A.shape[1]
+    r0, r1, r2, r3 = A[i0], A[i0 + 1], A[i0 + 2], A[i0 + 3]
+    b0, b1, b2, b3 = A[j], A[j + 1], A[j + 2], A[j + 3]
+    s00 = s01 = s02 = s03 = 0.0
+    s10 = s11 = s12 = s13 = 0.0
+    s20 = s21 = s22 = s23 = 0.0
+    s30 = s31 = s32 = s33 = 0.0
+    for k in range(n):
+        x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
+        y0, y1, y2, y3 = b0[k], b1[k], b2[k], b3[k]
+        s00 += abs(x0 - y0) * one
+        s01 += abs(x0 - y1) * one
+        s02 += abs(x0 - y2) * one
+        s03 += abs(x0 - y3) * one
+        s10 += abs(x1 - y0) * one
+        s11 += abs(x1 - y1) * one
+        s12 += abs(x1 - y2) * one
+        s13 += abs(x1 - y3) * one
+        s20 += abs(x2 - y0) * one
+        s21 += abs(x2 - y1) * one
+        s22 += abs(x2 - y2) * one
+        s23 += abs(x2 - y3) * one
+        s30 += abs(x3 - y0) * one
+        s31 += abs(x3 - y1) * one
+        s32 += abs(x3 - y2) * one
+        s33 += abs(x3 - y3) * one
+    out[i0, j] = 0.5 * s00
+    out[i0, j + 1] = 0.5 * s01
+    out[i0, j + 2] = 0.5 * s02
+    out[i0, j + 3] = 0.5 * s03
+    out[i0 + 1, j] = 0.5 * s10
+    out[i0 + 1, j + 1] = 0.5 * s11
+    out[i0 + 1, j + 2] = 0.5 * s12
+    out[i0 + 1, j + 3] = 0.5 * s13
+    out[i0 + 2, j] = 0.5 * s20
+    out[i0 + 2, j + 1] = 0.5 * s21
+    out[i0 + 2, j + 2] = 0.5 * s22
+    out[i0 + 2, j + 3] = 0.5 * s23
+    out[i0 + 3, j] = 0.5 * s30
+    out[i0 + 3, j + 1] = 0.5 * s31
+    out[i0 + 3, j + 2] = 0.5 * s32
+    out[i0 + 3, j + 3] = 0.5 * s33
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _block_tv(A, out, i0, one):
+    """TV of rows i0..i0+3 against every later row, written into out.
+
+    Work units, in this order: the pairs inside the block (:func:`_pair_tv`); the 4 × 4 tiles
+    of later rows j, j + 1, j + 2, j + 3 for j = i0 + 4, i0 + 8, … while a whole tile fits
+    (:func:`_tile_tv`); the last n mod 4 columns pair by pair. The last, partial block has only
+    its inside pairs. :func:`_recheck_block` recomputes any of these units the same way.
     """
     n = A.shape[0]
     i1 = min(i0 + 4, n)
@@ -89,49 +146,9 @@ def _block_tv(A, out, i0, one):
             _pair_tv(A, out, i, j)
     if i1 - i0 < 4:  # the last, partial block has no later rows
         return
-    r0, r1, r2, r3 = A[i0], A[i0 + 1], A[i0 + 2], A[i0 + 3]
     j = i1
     while j + 3 < n:
-        b0, b1, b2, b3 = A[j], A[j + 1], A[j + 2], A[j + 3]
-        s00 = s01 = s02 = s03 = 0.0
-        s10 = s11 = s12 = s13 = 0.0
-        s20 = s21 = s22 = s23 = 0.0
-        s30 = s31 = s32 = s33 = 0.0
-        for k in range(n):
-            x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
-            y0, y1, y2, y3 = b0[k], b1[k], b2[k], b3[k]
-            s00 += abs(x0 - y0) * one
-            s01 += abs(x0 - y1) * one
-            s02 += abs(x0 - y2) * one
-            s03 += abs(x0 - y3) * one
-            s10 += abs(x1 - y0) * one
-            s11 += abs(x1 - y1) * one
-            s12 += abs(x1 - y2) * one
-            s13 += abs(x1 - y3) * one
-            s20 += abs(x2 - y0) * one
-            s21 += abs(x2 - y1) * one
-            s22 += abs(x2 - y2) * one
-            s23 += abs(x2 - y3) * one
-            s30 += abs(x3 - y0) * one
-            s31 += abs(x3 - y1) * one
-            s32 += abs(x3 - y2) * one
-            s33 += abs(x3 - y3) * one
-        out[i0, j] = 0.5 * s00
-        out[i0, j + 1] = 0.5 * s01
-        out[i0, j + 2] = 0.5 * s02
-        out[i0, j + 3] = 0.5 * s03
-        out[i0 + 1, j] = 0.5 * s10
-        out[i0 + 1, j + 1] = 0.5 * s11
-        out[i0 + 1, j + 2] = 0.5 * s12
-        out[i0 + 1, j + 3] = 0.5 * s13
-        out[i0 + 2, j] = 0.5 * s20
-        out[i0 + 2, j + 1] = 0.5 * s21
-        out[i0 + 2, j + 2] = 0.5 * s22
-        out[i0 + 2, j + 3] = 0.5 * s23
-        out[i0 + 3, j] = 0.5 * s30
-        out[i0 + 3, j + 1] = 0.5 * s31
-        out[i0 + 3, j + 2] = 0.5 * s32
-        out[i0 + 3, j + 3] = 0.5 * s33
+        _tile_tv(A, out, i0, j, one)
         j += 4
     for jj in range(j, n):
         for i in range(i0, i1):
@@ -380,6 +397,494 @@ def kappa_batch(M, row_sum_atol, kappa, tv, one):
 
 
 kappa_batch_serial = _serial_twin(kappa_batch)
+
+
+# ----------------------------------------------------------------------------
+# Exact float32 screening of the sweep
+# ----------------------------------------------------------------------------
+#
+# The float64 sweep is the arithmetic of the whole analysis. Its float32 twin runs twice the lanes
+# per vector; a bound on how far a pair's float32 TV can lie from the float64 kernel's value tells
+# which pairs can matter, and only those are recomputed in float64, by the same compiled code in the
+# same order (_tile_tv, _pair_tv), so every output is the float64 kernel's bit for bit.
+#
+# The bound (see screen_bound) for a pair (i, j) of rows of non-negative float64 entries a_k, b_k
+# with row sums S_i, S_j ≤ R, exact T = Σ_k |a_k − b_k|, u = 2⁻²⁴, γ_m = m·u / (1 − m·u):
+#   copies     x_k = fl32(a_k): |x_k − a_k| ≤ u·a_k + η (η = 2⁻¹²⁶ covers underflow, also flushed);
+#   terms      d_k = fl32(x_k − y_k): |d_k − (x_k − y_k)| ≤ u·|x_k − y_k| + η, so
+#              Σ_k | |d_k| − |a_k − b_k| | ≤ u(2 + u)(S_i + S_j) + 3n·η;
+#   partial sums: the kernel adds the |d_k| (each addition, or fused multiply-add by 1, rounds once)
+#              in an order the compiler picks (reassociation: lanes, then their combination); any
+#              binary tree of n leaves has depth ≤ n − 1, so |ŝ − Σ|d_k|| ≤ γ_{n−1}·Σ|d_k|
+#              ≤ γ_{n−1}/(1 − γ_{n−1})·ŝ (the terms are ≥ 0) plus n·η; tv32 = ŝ/2 exactly;
+#   float64    the kernel's own value: |2·tv64 − T| ≤ γ64_{n+1}·(S_i + S_j) (u64 = 2⁻⁵³).
+# Together |tv32 − tv64| ≤ c1·tv32 + c2 with c1 = γ_{n−1}/(1 − γ_{n−1}) and
+# c2 = (u(2 + u) + γ64_{n+1})·R, both rounded up (c1 by 2⁻²⁰ of itself, c2 by 2⁻⁴⁰, which also covers
+# every η term for n < 2²⁰ and the float64 rounding, ≤ 2⁻⁴⁸, of the bounds and thresholds built from
+# it). R is the largest row sum computed in float64, times 1 + 2⁻³⁰ (its own rounding, n < 2²⁰).
+# At n = 257, κ ≈ 1: c1·tv32 + c2 ≈ 1.5e-5. The depth n − 1 is the worst case; the compiled order
+# (lanes of 16) has depth about n/16, so the real error is an order of magnitude smaller.
+
+SCREEN_MIN_N = 32
+"""Smaller matrices go straight to the float64 sweep (screening them saved nothing measurable)."""
+
+SCREEN_MAX_WORK = 0.25
+"""When a matrix's float64 re-check covers more than this fraction of its pairs (a band full of
+near-ties: nearly uniform matrices), the remaining matrices of the batch take the float64 sweep
+alone, without the float32 pass (its cost is then wasted). Chosen by measurement, see README."""
+
+_U32 = 2.0**-24
+_U64 = 2.0**-53
+_MARGIN = 2.0**-40
+
+
+@numba.njit(cache=True, nogil=True)
+def screen_bound(n, top_row_sum):
+    """(c1, c2) with |tv32_ij − tv64_ij| ≤ c1·tv32_ij + c2 for every pair of an (n, n) matrix of
+    non-negative entries whose float64 row sums are at most ``top_row_sum`` (derivation above)."""
+    m = n - 1
+    g32 = m * _U32 / (1.0 - m * _U32)
+    c1 = g32 / (1.0 - g32) * (1.0 + 2.0**-20)
+    g64 = (n + 1) * _U64 / (1.0 - (n + 1) * _U64)
+    r = top_row_sum * (1.0 + 2.0**-30)
+    c2 = (_U32 * (2.0 + _U32) + g64) * r + _MARGIN
+    return c1, c2
+
+
+@numba.njit(fastmath=True, inline="always", cache=True)
+def _pair_tv32(A, out, i, j):
+    n = A.shape[1]
+    s = np.float32(0.0)
+    for k in range(n):
+        s += abs(A[i, k] - A[j, k])
+    out[i, j] = np.float32(0.5) * s
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _tile_tv32(A, out, i0, j, one):
+    """:func:`_tile_tv` in float32 (A, out float32, one np.float32(1.0)): 16 lanes per AVX-512 vector, 8 on AVX2."""
+    n = A.shape[1]
+    r0, r1, r2, r3 = A[i0], A[i0 + 1], A[i0 + 2], A[i0 + 3]
+    b0, b1, b2, b3 = A[j], A[j + 1], A[j + 2], A[j + 3]
+    z = np.float32(0.0)
+    s00 = s01 = s02 = s03 = z
+    s10 = s11 = s12 = s13 = z
+    s20 = s21 = s22 = s23 = z
+    s30 = s31 = s32 = s33 = z
+    for k in range(n):
+        x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
+        y0, y1, y2, y3 = b0[k], b1[k], b2[k], b3[k]
+        s00 += abs(x0 - y0) * one
+        s01 += abs(x0 - y1) * one
+        s02 += abs(x0 - y2) * one
+        s03 += abs(x0 - y3) * one
+        s10 += abs(x1 - y0) * one
+        s11 += abs(x1 - y1) * one
+        s12 += abs(x1 - y2) * one
+        s13 += abs(x1 - y3) * one
+        s20 += abs(x2 - y0) * one
+        s21 += abs(x2 - y1) * one
+        s22 += abs(x2 - y2) * one
+        s23 += abs(x2 - y3) * one
+        s30 += abs(x3 - y0) * one
+        s31 += abs(x3 - y1) * one
+        s32 += abs(x3 - y2) * one
+        s33 += abs(x3 - y3) * one
+    h = np.float32(0.5)
+    out[i0, j] = h * s00
+    out[i0, j + 1] = h * s01
+    out[i0, j + 2] = h * s02
+    out[i0, j + 3] = h * s03
+    out[i0 + 1, j] = h * s10
+    out[i0 + 1, j + 1] = h * s11
+    out[i0 + 1, j + 2] = h * s12
+    out[i0 + 1, j + 3] = h * s13
+    out[i0 + 2, j] = h * s20
+    out[i0 + 2, j + 1] = h * s21
+    out[i0 + 2, j + 2] = h * s22
+    out[i0 + 2, j + 3] = h * s23
+    out[i0 + 3, j] = h * s30
+    out[i0 + 3, j + 1] = h * s31
+    out[i0 + 3, j + 2] = h * s32
+    out[i0 + 3, j + 3] = h * s33
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _block_tv32(A, out, i0, one):
+    """:func:`_block_tv` in float32, the same units."""
+    n = A.shape[0]
+    i1 = min(i0 + 4, n)
+    for i in range(i0, i1):
+        for j in range(i + 1, i1):
+            _pair_tv32(A, out, i, j)
+    if i1 - i0 < 4:
+        return
+    j = i1
+    while j + 3 < n:
+        _tile_tv32(A, out, i0, j, one)
+        j += 4
+    for jj in range(j, n):
+        for i in range(i0, i1):
+            _pair_tv32(A, out, i, jj)
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _recheck_block(A, tv, i0, tiles, within, tail, one):
+    """Recompute in float64 the marked units of block i0 (see :func:`_block_tv`) exactly as the sweep does:
+    the inside pairs when ``within``, tile c when tiles[c], the last columns when ``tail``.
+    Returns the number of pairs recomputed."""
+    n = A.shape[0]
+    i1 = min(i0 + 4, n)
+    work = 0
+    if within:
+        for i in range(i0, i1):
+            for j in range(i + 1, i1):
+                _pair_tv(A, tv, i, j)
+                work += 1
+    if i1 - i0 < 4:
+        return work
+    n_tiles = (n - i1) // 4
+    for c in range(n_tiles):
+        if tiles[c]:
+            _tile_tv(A, tv, i0, i1 + 4 * c, one)
+            work += 16
+    if tail:
+        for jj in range(i1 + 4 * n_tiles, n):
+            for i in range(i0, i1):
+                _pair_tv(A, tv, i, jj)
+                work += 1
+    return work
+
+
+@numba.njit(cache=True, nogil=True)
+def _check_and_copy(A, A32, i0, i1, row_sum_atol):
+    """Validate rows i0..i1-1 of A (as :func:`_rows_stochastic`) and copy them to float32 into A32;
+    returns (valid, the largest row sum)."""
+    valid = True
+    top = 0.0
+    for i in range(i0, i1):
+        s, negative = _row_sum_and_negatives(A, i)
+        if negative > 0 or not abs(s - 1.0) <= row_sum_atol:
+            valid = False
+        elif s > top:
+            top = s
+        for k in range(A.shape[1]):
+            A32[i, k] = A[i, k]
+    return valid, top
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _row_max32(tv32, i):
+    """The largest float32 TV of row i against later rows, as float64 (max is exact: any order gives it)."""
+    m = np.float32(0.0)
+    for j in range(i + 1, tv32.shape[1]):
+        m = max(m, tv32[i, j])
+    return np.float64(m)
+
+
+@numba.njit(cache=True, nogil=True)
+def _hi(t, c1, c2):
+    """An upper bound of the float64 kernel's TV of a pair whose float32 TV is t (≥ it also after the two
+    roundings here: c2 holds 2⁻⁴⁰ to spare). Monotone in t."""
+    return t + (c1 * t + c2)
+
+
+@numba.njit(cache=True, nogil=True)
+def _lo(t, c1, c2):
+    """A lower bound (≥ 0) of the float64 kernel's TV of a pair whose float32 TV is t. Monotone in t."""
+    return max(t - (c1 * t + c2), 0.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _floor_a(m32, c1, c2, band):
+    """Least hi a pair needs to be a candidate: κ64 ≥ lo of the float32 maximum's pair, less the tie band
+    and a margin (so that a pair outside has a float64 gap κ − TV > band also after rounding)."""
+    return _lo(m32, c1, c2) - band - _MARGIN * (1.0 + band)
+
+
+@numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
+def _block_screen(A, B, tv32, row32, i0, c1, c2, band, half):
+    """Each row's largest float32 TV into row32 (rows i0..i0+3), and (block maximum, a lower bound of κ(B)).
+
+    The lower bound is the largest g(lo_ij) over this block's pairs near its own maximum (hi_ij within the
+    tie band of lo of the maximum), g the float64 kernel's :func:`_tv_half`: g is monotone in the TV it is
+    given (each operation rounds monotonically) and lo_ij ≤ tv64_ij, so g(lo_ij) ≤ TV^B_ij ≤ κ(B). Which
+    pairs are looked at changes only how many are re-checked later, never a result."""
+    n = tv32.shape[0]
+    i1 = min(i0 + 4, n)
+    m = 0.0
+    for i in range(i0, i1):
+        row32[i] = _row_max32(tv32, i)
+        m = max(m, row32[i])
+    mlo = 0.0
+    if half:
+        floor = _floor_a(m, c1, c2, band)
+        for i in range(i0, i1):
+            if _hi(row32[i], c1, c2) >= floor:
+                for j in range(i + 1, n):
+                    t = np.float64(tv32[i, j])
+                    if _hi(t, c1, c2) >= floor:
+                        mlo = max(mlo, _tv_half(A, B, _lo(t, c1, c2), i, j))
+    return m, mlo
+
+
+@numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
+def _mark_block(A, B, tv32, row32, tv, i0, c1, c2, floor_a, floor_b, half, tiles):
+    """Mark the units of block i0 (see :func:`_block_tv`) that hold a candidate pair, then write -1 (not
+    recomputed) into tv for every pair of its rows. Returns (within, tail): the inside pairs, the last columns.
+
+    A candidate may attain κ(A) within the tie band: hi_ij ≥ floor_a; or, when ``half``, may attain κ(B),
+    whose float64 value is at least floor_b: first (no column of A read) g(x) ≤ ½(1 + x) + 2⁻⁴⁷ for the
+    float64 kernel's g (|B_ii − B_ji| ≤ ½(1 + |A_ii − A_ji|) and B's rounding, six roundings of values ≤ 4),
+    so hi_ij ≥ 2·floor_b − 1 − 2⁻⁴⁴ is needed; then g(lo_ij) + (c1·t + c2) + 2⁻⁴⁰ ≥ floor_b
+    (g(hi) − g(lo) ≤ ½(hi − lo) + 2⁻⁴⁸), floor_b first raised to the largest g(lo_ij) of the block.
+    Rows whose largest float32 TV passes neither test are skipped whole (hi is monotone in t)."""
+    n = tv32.shape[0]
+    i1 = min(i0 + 4, n)
+    n_tiles = (n - i1) // 4 if i1 - i0 == 4 else 0
+    j_end = i1 + 4 * n_tiles
+    for c in range(n_tiles):
+        tiles[c] = False
+    floor_c = 2.0 * floor_b - 1.0 - 16.0 * _MARGIN if half else np.inf
+    least = min(floor_a, floor_c)
+    if half:  # the block's own lower bound of κ(B), from the pairs that pass the first test alone
+        for i in range(i0, i1):
+            if _hi(row32[i], c1, c2) >= floor_c:
+                for j in range(i + 1, n):
+                    t = np.float64(tv32[i, j])
+                    if _hi(t, c1, c2) >= floor_c:
+                        g = _tv_half(A, B, _lo(t, c1, c2), i, j)
+                        tv[i, j] = g
+                        floor_b = max(floor_b, g)
+    within = False
+    tail = False
+    for i in range(i0, i1):
+        if _hi(row32[i], c1, c2) >= least:
+            for j in range(i + 1, n):
+                t = np.float64(tv32[i, j])
+                hi = _hi(t, c1, c2)
+                cand = hi >= floor_a
+                if not cand and hi >= floor_c:
+                    cand = tv[i, j] + (c1 * t + c2) + _MARGIN >= floor_b
+                if cand:
+                    if j < i1:
+                        within = True
+                    elif j >= j_end:
+                        tail = True
+                    else:
+                        tiles[(j - i1) // 4] = True
+        for j in range(i + 1, n):
+            tv[i, j] = -1.0
+    return within, tail
+
+
+@numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
+def _reduce_units(A, B, tv, i0, tiles, within, tail, row_ka, row_kb):
+    """:func:`_block_kappas` over the recomputed units of block i0 alone, with the same arithmetic (and the
+    same results: the maximum of the same values, in another order, is the same float)."""
+    n = A.shape[0]
+    i1 = min(i0 + 4, n)
+    n_tiles = (n - i1) // 4 if i1 - i0 == 4 else 0
+    for i in range(i0, i1):
+        ka = 0.0
+        kb = 0.0
+        if within:
+            for j in range(i + 1, i1):
+                ka = max(ka, tv[i, j])
+                kb = max(kb, _tv_half(A, B, tv[i, j], i, j))
+        for c in range(n_tiles):
+            if tiles[c]:
+                for j in range(i1 + 4 * c, i1 + 4 * c + 4):
+                    ka = max(ka, tv[i, j])
+                    kb = max(kb, _tv_half(A, B, tv[i, j], i, j))
+        if tail:
+            for j in range(i1 + 4 * n_tiles, n):
+                ka = max(ka, tv[i, j])
+                kb = max(kb, _tv_half(A, B, tv[i, j], i, j))
+        row_ka[i] = ka
+        row_kb[i] = kb
+
+
+@numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
+def _max_units(tv, i0, tiles, within, tail):
+    """:func:`_block_max` over the recomputed units of block i0 alone."""
+    n = tv.shape[0]
+    i1 = min(i0 + 4, n)
+    n_tiles = (n - i1) // 4 if i1 - i0 == 4 else 0
+    m = 0.0
+    for i in range(i0, i1):
+        if within:
+            for j in range(i + 1, i1):
+                m = max(m, tv[i, j])
+        for c in range(n_tiles):
+            if tiles[c]:
+                for j in range(i1 + 4 * c, i1 + 4 * c + 4):
+                    m = max(m, tv[i, j])
+        if tail:
+            for j in range(i1 + 4 * n_tiles, n):
+                m = max(m, tv[i, j])
+    return m
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def condition_batch_screened(
+    M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B, tv, A32, tv32, one, one32, max_work, work
+):
+    """:func:`condition_batch` with the sweep screened in float32: the same outputs bit for bit.
+
+    Per matrix: validation and the float32 copy of the rows; the float32 sweep (:func:`_block_tv32`) with
+    each pair's lower bound of TV^B; then, per block of rows, the candidate pairs (those whose float64 TV can
+    lie within 2·atol of κ(A), the band the count and the witness look at, or can attain κ(B); bound:
+    :func:`screen_bound`) have their units recomputed in float64 by the float64 sweep's own code, and κ(A),
+    κ(B), the count and the witness are taken from those exactly as :func:`condition_batch` takes them from
+    every pair (a pair outside the band cannot change any of them). Pairs not recomputed hold -1 in tv.
+    A32, tv32: (n, n) float32 work arrays; one32: np.float32(1.0). work[b]: pairs recomputed in float64 for
+    matrix b, or -1 where it took the float64 sweep alone: n < :data:`SCREEN_MIN_N`, a row sum above 2, or
+    a previous matrix of the batch re-checked more than ``max_work`` of its pairs.
+    """
+    n = M.shape[1]
+    row_ka = np.zeros(n)
+    row_kb = np.zeros(n)
+    n_blocks = (n + 3) // 4
+    half = (n_blocks + 1) // 2
+    valid = np.ones(n_blocks, dtype=np.bool_)
+    top = np.zeros(n_blocks)
+    m32 = np.zeros(n_blocks)
+    mlo = np.zeros(n_blocks)
+    done = np.zeros(n_blocks, dtype=np.int64)
+    tiles = np.zeros((n_blocks, n // 4 + 1), dtype=np.bool_)
+    within = np.zeros(n_blocks, dtype=np.bool_)
+    tail = np.zeros(n_blocks, dtype=np.bool_)
+    row32 = np.zeros(n)
+    pairs = n * (n - 1) // 2
+    screen = n >= SCREEN_MIN_N
+    for b in range(M.shape[0]):
+        A = M[b]
+        _half_identity(A, B)
+        if not screen:
+            work[b] = -1
+            for t in numba.prange(half):
+                valid[t] = _check_and_sweep(A, tv, t, row_sum_atol, one)
+                _block_kappas(A, B, tv, 4 * t, row_ka, row_kb)
+                u = n_blocks - 1 - t
+                if u != t:
+                    valid[u] = _check_and_sweep(A, tv, u, row_sum_atol, one)
+                    _block_kappas(A, B, tv, 4 * u, row_ka, row_kb)
+            if not valid.all():
+                return False
+        else:
+            for t in numba.prange(n_blocks):
+                valid[t], top[t] = _check_and_copy(A, A32, 4 * t, min(4 * t + 4, n), row_sum_atol)
+            if not valid.all():
+                return False
+            if top.max() > 2.0:
+                work[b] = -1
+                for t in numba.prange(half):
+                    _block_tv(A, tv, 4 * t, one)
+                    _block_kappas(A, B, tv, 4 * t, row_ka, row_kb)
+                    u = n_blocks - 1 - t
+                    if u != t:
+                        _block_tv(A, tv, 4 * u, one)
+                        _block_kappas(A, B, tv, 4 * u, row_ka, row_kb)
+            else:
+                c1, c2 = screen_bound(n, top.max())
+                band = 2.0 * atol
+                for t in numba.prange(half):
+                    _block_tv32(A32, tv32, 4 * t, one32)
+                    m32[t], mlo[t] = _block_screen(A, B, tv32, row32, 4 * t, c1, c2, band, True)
+                    u = n_blocks - 1 - t
+                    if u != t:
+                        _block_tv32(A32, tv32, 4 * u, one32)
+                        m32[u], mlo[u] = _block_screen(A, B, tv32, row32, 4 * u, c1, c2, band, True)
+                floor_a = _floor_a(m32.max(), c1, c2, band)
+                floor_b = mlo.max()
+                for t in numba.prange(n_blocks):
+                    within[t], tail[t] = _mark_block(
+                        A, B, tv32, row32, tv, 4 * t, c1, c2, floor_a, floor_b, True, tiles[t]
+                    )
+                    done[t] = _recheck_block(A, tv, 4 * t, tiles[t], within[t], tail[t], one)
+                    _reduce_units(A, B, tv, 4 * t, tiles[t], within[t], tail[t], row_ka, row_kb)
+                work[b] = done.sum()
+                if work[b] > max_work * pairs:
+                    screen = False
+        kappa[b] = row_ka.max()
+        kappa_half[b] = row_kb.max()
+        n_max[b], witness[b, 0], witness[b, 1] = _count_and_witness(A, tv, row_ka, kappa[b], atol)
+    return True
+
+
+condition_batch_screened_serial = _serial_twin(condition_batch_screened)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def kappa_batch_screened(M, row_sum_atol, kappa, tv, A32, tv32, one, one32, max_work, work):
+    """:func:`kappa_batch` with the sweep screened in float32 (as :func:`condition_batch_screened`, with no
+    tie band: only the maximum is wanted): the same κ bit for bit. work[b] as there."""
+    n = M.shape[1]
+    n_blocks = (n + 3) // 4
+    half = (n_blocks + 1) // 2
+    block_max = np.zeros(n_blocks)
+    valid = np.ones(n_blocks, dtype=np.bool_)
+    top = np.zeros(n_blocks)
+    m32 = np.zeros(n_blocks)
+    done = np.zeros(n_blocks, dtype=np.int64)
+    tiles = np.zeros((n_blocks, n // 4 + 1), dtype=np.bool_)
+    within = np.zeros(n_blocks, dtype=np.bool_)
+    tail = np.zeros(n_blocks, dtype=np.bool_)
+    row32 = np.zeros(n)
+    pairs = n * (n - 1) // 2
+    screen = n >= SCREEN_MIN_N
+    for b in range(M.shape[0]):
+        A = M[b]
+        if not screen:
+            work[b] = -1
+            for t in numba.prange(half):
+                valid[t] = _check_and_sweep(A, tv, t, row_sum_atol, one)
+                block_max[t] = _block_max(tv, 4 * t)
+                u = n_blocks - 1 - t
+                if u != t:
+                    valid[u] = _check_and_sweep(A, tv, u, row_sum_atol, one)
+                    block_max[u] = _block_max(tv, 4 * u)
+            if not valid.all():
+                return False
+        else:
+            for t in numba.prange(n_blocks):
+                valid[t], top[t] = _check_and_copy(A, A32, 4 * t, min(4 * t + 4, n), row_sum_atol)
+            if not valid.all():
+                return False
+            if top.max() > 2.0:
+                work[b] = -1
+                for t in numba.prange(half):
+                    _block_tv(A, tv, 4 * t, one)
+                    block_max[t] = _block_max(tv, 4 * t)
+                    u = n_blocks - 1 - t
+                    if u != t:
+                        _block_tv(A, tv, 4 * u, one)
+                        block_max[u] = _block_max(tv, 4 * u)
+            else:
+                c1, c2 = screen_bound(n, top.max())
+                for t in numba.prange(half):
+                    _block_tv32(A32, tv32, 4 * t, one32)
+                    m32[t] = _block_screen(A, A, tv32, row32, 4 * t, c1, c2, 0.0, False)[0]
+                    u = n_blocks - 1 - t
+                    if u != t:
+                        _block_tv32(A32, tv32, 4 * u, one32)
+                        m32[u] = _block_screen(A, A, tv32, row32, 4 * u, c1, c2, 0.0, False)[0]
+                floor_a = _floor_a(m32.max(), c1, c2, 0.0)
+                for t in numba.prange(n_blocks):
+                    within[t], tail[t] = _mark_block(
+                        A, A, tv32, row32, tv, 4 * t, c1, c2, floor_a, 0.0, False, tiles[t]
+                    )
+                    done[t] = _recheck_block(A, tv, 4 * t, tiles[t], within[t], tail[t], one)
+                    block_max[t] = _max_units(tv, 4 * t, tiles[t], within[t], tail[t])
+                work[b] = done.sum()
+                if work[b] > max_work * pairs:
+                    screen = False
+        kappa[b] = block_max.max()
+    return True
+
+
+kappa_batch_screened_serial = _serial_twin(kappa_batch_screened)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -101,6 +101,25 @@ def serial_kernels() -> Iterator[None]:
         _thread.serial = previous
 
 
+@contextlib.contextmanager
+def float64_sweep() -> Iterator[None]:
+    """Within this block, this thread's CPU analysis takes every pair's TV from the float64 sweep alone
+    (:func:`rollout_equality._kernels.condition_batch`, :func:`~rollout_equality._kernels.kappa_batch`),
+    without the float32 screening the kernels use by default
+    (:func:`rollout_equality._kernels.condition_batch_screened`). The results are the same bit for bit;
+    tests and benchmarks compare the two. Other threads are not affected."""
+    previous = getattr(_thread, "float64", False)
+    _thread.float64 = True
+    try:
+        yield
+    finally:
+        _thread.float64 = previous
+
+
+def _screened() -> bool:
+    return not getattr(_thread, "float64", False)
+
+
 def call_serially(fn, *args, **kwargs):
     """``fn(*args, **kwargs)`` inside :func:`serial_kernels`: a task for a thread pool of the caller's."""
     with serial_kernels():
@@ -221,16 +240,34 @@ def pairwise_tv(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarra
     return tv.reshape(M.shape)
 
 
-def _kappa_cpu(M: np.ndarray, row_sum_atol: float) -> np.ndarray:
+def _kappa_cpu(M: np.ndarray, row_sum_atol: float, work: np.ndarray | None = None) -> np.ndarray:
     """κ of each matrix of a float64 (..., n, n) array (of shape (...)), from one compiled call that also
-    validates it (:func:`rollout_equality._kernels.kappa_batch`); a bad entry or row sum raises ValueError."""
+    validates it (:func:`rollout_equality._kernels.kappa_batch_screened`, or
+    :func:`~rollout_equality._kernels.kappa_batch` inside :func:`float64_sweep`); a bad entry or row sum
+    raises ValueError. work: where given, a (batch,) int64 array that receives each matrix's pairs
+    recomputed in float64 (-1: the float64 sweep alone)."""
     M = np.ascontiguousarray(M, dtype=np.float64)
     flat = M.reshape(-1, M.shape[-1], M.shape[-1])
     k = np.empty(len(flat))
-    kappa_batch = _kernel("kappa_batch")
-    if not kappa_batch(flat, row_sum_atol, k, workspace(M.shape[-1])[1], 1.0):
+    _, tv, a32, tv32 = workspace(M.shape[-1])
+    if _screened():
+        work = np.empty(len(flat), dtype=np.int64) if work is None else work
+        kernel = _kernel("kappa_batch_screened")
+
+        def run(tolerance: float) -> bool:
+            return kernel(flat, tolerance, k, tv, a32, tv32, 1.0, np.float32(1.0), _kernels.SCREEN_MAX_WORK, work)
+
+    else:
+        if work is not None:
+            work[:] = -1
+        kernel = _kernel("kappa_batch")
+
+        def run(tolerance: float) -> bool:
+            return kernel(flat, tolerance, k, tv, 1.0)
+
+    if not run(row_sum_atol):
         check_stochastic(M, row_sum_atol)  # says where
-        kappa_batch(flat, np.inf, k, workspace(M.shape[-1])[1], 1.0)  # as in _condition_cpu
+        run(np.inf)  # as in _condition_cpu
     return k.reshape(M.shape[:-2])
 
 
@@ -315,21 +352,34 @@ def _as_matrices(A: Any, row_sum_atol: float) -> np.ndarray:
     return M
 
 
-def _condition_cpu(M: np.ndarray, atol: float, row_sum_atol: float):
+def _condition_cpu(M: np.ndarray, atol: float, row_sum_atol: float, work: np.ndarray | None = None):
     """(κ(A), κ(B), pairs attaining κ, witness) of each matrix of a C-contiguous float64 (..., n, n) array,
     flattened over the batch, from one compiled call that also validates it
-    (:func:`rollout_equality._kernels.condition_batch`); a bad entry or row sum raises ValueError."""
+    (:func:`rollout_equality._kernels.condition_batch_screened`, or
+    :func:`~rollout_equality._kernels.condition_batch` inside :func:`float64_sweep`: the same results bit
+    for bit); a bad entry or row sum raises ValueError. work: as in :func:`_kappa_cpu`."""
     flat = M.reshape(-1, M.shape[-1], M.shape[-1])
     m = len(flat)
     kap, kappa_half = np.empty(m), np.empty(m)
     n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
+    B, tv, a32, tv32 = workspace(flat.shape[-1])
+    out = (kap, kappa_half, n_max_pairs, witness)
+    if _screened():
+        work = np.empty(m, dtype=np.int64) if work is None else work
+        kernel = _kernel("condition_batch_screened")
 
-    condition_batch = _kernel("condition_batch")
+        def run(tolerance: float) -> bool:
+            return kernel(
+                flat, atol, tolerance, *out, B, tv, a32, tv32, 1.0, np.float32(1.0), _kernels.SCREEN_MAX_WORK, work
+            )
 
-    def run(tolerance: float) -> bool:
-        return condition_batch(
-            flat, atol, tolerance, kap, kappa_half, n_max_pairs, witness, *workspace(flat.shape[-1]), 1.0
-        )
+    else:
+        if work is not None:
+            work[:] = -1
+        kernel = _kernel("condition_batch")
+
+        def run(tolerance: float) -> bool:
+            return kernel(flat, atol, tolerance, *out, B, tv, 1.0)
 
     if not run(row_sum_atol):
         check_stochastic(M, row_sum_atol)  # says where
