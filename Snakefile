@@ -5,6 +5,7 @@
 #   snakemake --cores N           # the paper (default target `all`)
 #   snakemake --cores 2 dynamics_offline   # the dynamics study without network (`dynamics`: with ALBERT)
 #   snakemake --cores N ftt_ablation       # which FT-Transformer recipe choice moves the rate
+#   snakemake check_sources               # every hub / OpenML / scikit-learn source checked in seconds (`download` runs it first)
 #
 # Rules live in workflow/rules/*.smk; each calls one function of src/rollout_equality.
 
