@@ -64,18 +64,21 @@ def python(code: str, env: dict[str, str], cwd: Path, *args: str) -> dict:
 
 
 def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_it(rehearsal, tmp_path):
-    """The first break a user met: frgfm/imagenette's `main` is a loading script, which datasets >= 4 refuses,
-    and the message blamed the network. The shipped source (its parquet export at a pinned commit) loads."""
+    """The first break a user met: frgfm/imagenette's `main` held a loading script, which datasets >= 4 refuses,
+    and the message blamed the network. Today `main` holds committed parquet files: the shipped source (a commit
+    of main, `data_files` of the full-size validation split) loads, and so does a configuration of the card."""
     env = rehearse.environment(tmp_path, rehearsal.endpoint)
     shipped = rehearsal.config["datasets"]["imagenet_val"]
-    old_style = {"path": "frgfm/imagenette", "revision": "main", "name": "320px", "split": "validation"}
+    script = rehearsal.commits["datasets/frgfm/imagenette@script"]
+    old_style = {"path": "frgfm/imagenette", "revision": script, "name": "320px", "split": "validation"}
+    by_card = {"path": "frgfm/imagenette", "revision": "main", "name": "160px", "split": "validation"}
     out = python(
         f"""
         import json, datasets
         from rollout_equality.data import DataUnavailableError, prepare_data
         found = {{}}
         try:
-            datasets.load_dataset("frgfm/imagenette", "320px", split="validation", revision="main")
+            datasets.load_dataset("frgfm/imagenette", "320px", split="validation", revision={script!r})
         except Exception as err:
             found["datasets"] = str(err)
         try:
@@ -86,22 +89,26 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
         manifest = prepare_data("imagenet_val", {{**{shipped!r}, "n": 10}}, "new")
         found["labels"] = sorted({{it["label"] for it in manifest["items"]}})
         found["origin"] = manifest["origin"]
+        card = prepare_data("imagenet_val", {{"modality": "image", "n": 10, "seed": 0,
+                                         "source": {{"hf_dataset": {by_card!r}}}}}, "card")
+        found["card"] = card["origin"]
         print(json.dumps(found))
     """,
         env,
         tmp_path,
     )
     assert "Dataset scripts are no longer supported, but found imagenette.py" in out["datasets"]
-    assert "loading script (imagenette.py)" in out["old"] and "refs/convert/parquet" in out["old"]
+    assert "loading script (imagenette.py)" in out["old"] and "data_files" in out["old"]
     assert "unreachable" not in out["old"]
     assert len(out["labels"]) == 10 and "tench" in out["labels"]  # the ClassLabel names, one image per class
     assert out["origin"]["commit"] == rehearsal.commits["datasets/frgfm/imagenette"]
-    assert list(out["origin"]["files"]) == ["full_size/validation/0000.parquet"]  # only the split asked for
+    assert list(out["origin"]["files"]) == ["full_size/validation-00000-of-00001.parquet"]  # only the split asked for
+    assert list(out["card"]["files"]) == ["160px/validation-00000-of-00001.parquet"]
 
     # Other files asked for at the same revision: fetched, and the old ones removed (offline: refused).
     smaller = {**shipped, "n": 10}
     smaller["source"] = {
-        "hf_dataset": {**shipped["source"]["hf_dataset"], "data_files": {"validation": "320px/validation/*.parquet"}}
+        "hf_dataset": {**shipped["source"]["hf_dataset"], "data_files": {"validation": "320px/validation-*.parquet"}}
     }
     code = f"""
         import json, os
@@ -115,7 +122,7 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
     refused = python(code, rehearse.environment(tmp_path, None), tmp_path)
     assert "HF_HUB_OFFLINE=1 forbids downloading it" in refused["error"]
     moved = python(code, env, tmp_path)
-    assert moved["files"] == ["320px/validation/0000.parquet"] and moved["on_disk"] == [".cache", "320px"]
+    assert moved["files"] == ["320px/validation-00000-of-00001.parquet"] and moved["on_disk"] == [".cache", "320px"]
 
 
 MODEL_CODE = """
