@@ -34,6 +34,12 @@ rule offline:
         OFFLINE_TARGETS,
 
 
+rule check_sources:
+    """Every hub model, data set and table of the suites checked in seconds, nothing downloaded (first, on a login node)."""
+    input:
+        SOURCES_CHECK,
+
+
 rule download:
     """Only the downloads of the paper suite and the dynamics study (run where the network is, e.g. a login node)."""
     input:

@@ -130,7 +130,7 @@ def describe(err: BaseException, what: str) -> str:
         if broken_transfer(err):
             return (
                 f"{what}: the connection to the hub broke during the transfer: run the download again once the "
-                f"network is back; the bytes already fetched are kept and the transfer resumes. ({text})"
+                f"network is back; the files that arrived whole are kept, only the others are fetched. ({text})"
             )
         return f"the hub is unreachable, so {what} could not be downloaded. ({text})"
     status = next((s for s in map(_http_status, _chain(err)) if s), None)
@@ -146,11 +146,11 @@ def describe(err: BaseException, what: str) -> str:
 
 
 def broken_transfer(err: BaseException) -> bool:
-    """True when a connection that had been made broke off (peer closed it mid-answer, read error or time-out),
-    rather than one that could not be made at all (DNS, refused)."""
+    """True when a connection that had been made broke off (the peer closed it mid-answer, a read error), rather
+    than one that could not be made at all (DNS, refused) or a server that did not answer in time."""
     names = {type(e).__name__ for e in _chain(err)}
     return bool(
-        names & {"RemoteProtocolError", "ReadError", "ReadTimeout", "ProtocolError", "IncompleteRead"}
+        names & {"RemoteProtocolError", "ReadError", "ProtocolError", "IncompleteRead"}
     ) and not (names & {"ConnectError", "ConnectTimeout", "gaierror", "ConnectionRefusedError", "NewConnectionError"})
 
 

@@ -8,7 +8,7 @@ For the suites asked, :func:`check_sources` looks at each source that needs the 
   :func:`rollout_equality.data.hub_selector` for a data set's ``data_files`` or configuration),
   their total size, and whether the repository is gated;
 * an OpenML table: its data set description (the cheapest real call openml-python offers; read
-  from the project's cache when a download put it there): the data set is active and its default
+  from the project's cache when a download put it there): the data set exists and its default
   target is the configured one;
 * a scikit-learn table fetched once (California Housing): the archive's URL and SHA-256, fixed in
   scikit-learn's code; a HEAD request unless scikit-learn's cache already holds the table.
@@ -138,6 +138,23 @@ def _hub_problem(err: BaseException, repo_id: str, revision: str, repo_type: str
     else:
         check.problem = hub.describe(err, f"{repo_id}@{revision}")
         check.todo = "see the message; run the check again"
+        main = _main_commit(repo_id, repo_type) if revision != "main" else None
+        if main:  # the repository answers for main: it is the revision that fails (a mirror may not say 404)
+            status = next((s for s in map(hub._http_status, hub._chain(err)) if s), None)
+            check.problem = (
+                f"{repo_id} does not resolve revision {revision} (the hub answered HTTP {status}), while its "
+                f"main is at {main}"
+            )
+            check.todo = f"pin a commit that exists (history: {page}/commits/main) in config.yaml"
+
+
+def _main_commit(repo_id: str, repo_type: str) -> str | None:
+    from huggingface_hub import HfApi
+
+    try:
+        return HfApi().repo_info(repo_id, repo_type=repo_type, revision="main", timeout=10).sha
+    except Exception:
+        return None
 
 
 def check_hub(kind: str, name: str, repo_id: str, revision: str, repo_type: str, select=None) -> Check:
@@ -188,15 +205,12 @@ def check_openml(name: str, source: dict[str, Any], cache_dir: str | os.PathLike
         )
         return check
     check.commit = f"{dataset.name} version {dataset.version} (immutable)"
-    check.files = {Path(str(dataset.parquet_url or dataset.url or "data")).name: None}
-    status = getattr(dataset, "status", None)
+    data_url = getattr(dataset, "_parquet_url", None) or dataset.url or "data"
+    check.files = {Path(str(data_url)).name: None}
     try:
         openml_target(name, dataset_id, dataset, target)
     except ValueError as err:
         check.problem, check.todo = str(err), "set `target:` to the data set's default target, or drop it"
-    if status and status != "active":
-        check.problem = f"OpenML {dataset_id} is {status}, not active"
-        check.todo = "pin another version of the data set (OpenML lists them on its page)"
     return check
 
 

@@ -1,12 +1,12 @@
 # Downloads and data preparation need the network (hub sources) but little compute:
 # they run on the submitting host, never on cluster compute nodes.
 localrules:
-    check_sources,
+    check_network_sources,
     prepare_model,
     prepare_data,
 
 
-rule check_sources:
+rule check_network_sources:
     """Every network source of the config's suites: revision → commit, files chosen, sizes, gated; fails listing every problem."""
     output:
         temp(SOURCES_CHECK),
