@@ -149,9 +149,9 @@ def broken_transfer(err: BaseException) -> bool:
     """True when a connection that had been made broke off (the peer closed it mid-answer, a read error), rather
     than one that could not be made at all (DNS, refused) or a server that did not answer in time."""
     names = {type(e).__name__ for e in _chain(err)}
-    return bool(
-        names & {"RemoteProtocolError", "ReadError", "ProtocolError", "IncompleteRead"}
-    ) and not (names & {"ConnectError", "ConnectTimeout", "gaierror", "ConnectionRefusedError", "NewConnectionError"})
+    return bool(names & {"RemoteProtocolError", "ReadError", "ProtocolError", "IncompleteRead"}) and not (
+        names & {"ConnectError", "ConnectTimeout", "gaierror", "ConnectionRefusedError", "NewConnectionError"}
+    )
 
 
 # --- models ---------------------------------------------------------------------------------------
