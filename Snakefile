@@ -5,6 +5,7 @@
 #   snakemake --cores N           # the paper (default target `all`)
 #   snakemake --cores 2 dynamics_offline   # the dynamics study without network (`dynamics`: with ALBERT)
 #   snakemake --cores N ftt_ablation       # which FT-Transformer recipe choice moves the rate
+#   snakemake check_sources               # every hub / OpenML / scikit-learn source checked in seconds (`download` runs it first)
 #
 # Rules live in workflow/rules/*.smk; each calls one function of src/rollout_equality.
 
@@ -31,6 +32,12 @@ rule offline:
     """Every output that can be produced without network access (the `offline` suite)."""
     input:
         OFFLINE_TARGETS,
+
+
+rule check_sources:
+    """Every hub model, data set and table of the suites checked in seconds, nothing downloaded (first, on a login node)."""
+    input:
+        SOURCES_CHECK,
 
 
 rule download:

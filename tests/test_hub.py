@@ -186,6 +186,13 @@ def _response(status: int, code: str | None = None) -> httpx2.Response:
     [
         (httpx2.ConnectError("[Errno -2] Name or service not known"), True, "the hub is unreachable"),
         (httpx2.ReadTimeout("timed out"), True, "the hub is unreachable"),
+        (
+            httpx2.RemoteProtocolError("peer closed connection without sending complete message body"),
+            True,
+            "the connection to the hub broke during the transfer",
+        ),
+        (hf_errors.HfHubHTTPError("Too Many Requests", response=_response(429)), False, "rate-limiting"),
+        (hf_errors.HfHubHTTPError("Service Unavailable", response=_response(503)), False, "temporarily unavailable"),
         (requests.exceptions.ConnectionError("Max retries exceeded"), True, "the hub is unreachable"),
         (urllib.error.URLError(socket.gaierror(-2, "Name or service not known")), True, "the hub is unreachable"),
         (
@@ -209,7 +216,7 @@ def test_only_connection_failures_say_the_hub_is_unreachable(err, connection, sa
     assert hub.connection_failure(err) is connection
     message = hub.describe(err, "model 'x' (org/repo@main)")
     assert said in message and "model 'x' (org/repo@main)" in message
-    assert ("unreachable" in message) is connection
+    assert ("unreachable" in message) is (said == "the hub is unreachable")
 
 
 def test_a_connection_failure_behind_other_errors_is_found_and_offline_mode_is_named(monkeypatch):

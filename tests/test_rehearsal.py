@@ -6,7 +6,9 @@ import). openml-python and scikit-learn read caches in their own layouts. The re
 loading, layout and plumbing, never the paper's numbers: the weights are random.
 """
 
+import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -64,18 +66,27 @@ def python(code: str, env: dict[str, str], cwd: Path, *args: str) -> dict:
 
 
 def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_it(rehearsal, tmp_path):
-    """The first break a user met: frgfm/imagenette's `main` is a loading script, which datasets >= 4 refuses,
-    and the message blamed the network. The shipped source (its parquet export at a pinned commit) loads."""
+    """The first break a user met: frgfm/imagenette's `main` held a loading script, which datasets >= 4 refuses,
+    and the message blamed the network. Today `main` holds committed parquet files: the shipped source (a commit
+    of main, `data_files` of the full-size validation split) loads, and so does a configuration of the card."""
     env = rehearse.environment(tmp_path, rehearsal.endpoint)
     shipped = rehearsal.config["datasets"]["imagenet_val"]
-    old_style = {"path": "frgfm/imagenette", "revision": "main", "name": "320px", "split": "validation"}
+    script = rehearsal.commits["datasets/frgfm/imagenette@script"]
+    old_style = {"path": "frgfm/imagenette", "revision": script, "name": "320px", "split": "validation"}
+    by_card = {
+        "path": "frgfm/imagenette",
+        "revision": "main",
+        "name": "160px",
+        "split": "validation",
+        "image_field": "image",
+    }
     out = python(
         f"""
         import json, datasets
         from rollout_equality.data import DataUnavailableError, prepare_data
         found = {{}}
         try:
-            datasets.load_dataset("frgfm/imagenette", "320px", split="validation", revision="main")
+            datasets.load_dataset("frgfm/imagenette", "320px", split="validation", revision={script!r})
         except Exception as err:
             found["datasets"] = str(err)
         try:
@@ -86,22 +97,26 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
         manifest = prepare_data("imagenet_val", {{**{shipped!r}, "n": 10}}, "new")
         found["labels"] = sorted({{it["label"] for it in manifest["items"]}})
         found["origin"] = manifest["origin"]
+        card = prepare_data("imagenet_val", {{"modality": "image", "n": 10, "seed": 0,
+                                         "source": {{"hf_dataset": {by_card!r}}}}}, "card")
+        found["card"] = card["origin"]
         print(json.dumps(found))
     """,
         env,
         tmp_path,
     )
     assert "Dataset scripts are no longer supported, but found imagenette.py" in out["datasets"]
-    assert "loading script (imagenette.py)" in out["old"] and "refs/convert/parquet" in out["old"]
+    assert "loading script (imagenette.py)" in out["old"] and "data_files" in out["old"]
     assert "unreachable" not in out["old"]
     assert len(out["labels"]) == 10 and "tench" in out["labels"]  # the ClassLabel names, one image per class
     assert out["origin"]["commit"] == rehearsal.commits["datasets/frgfm/imagenette"]
-    assert list(out["origin"]["files"]) == ["full_size/validation/0000.parquet"]  # only the split asked for
+    assert list(out["origin"]["files"]) == ["full_size/validation-00000-of-00001.parquet"]  # only the split asked for
+    assert list(out["card"]["files"]) == ["160px/validation-00000-of-00001.parquet"]
 
     # Other files asked for at the same revision: fetched, and the old ones removed (offline: refused).
     smaller = {**shipped, "n": 10}
     smaller["source"] = {
-        "hf_dataset": {**shipped["source"]["hf_dataset"], "data_files": {"validation": "320px/validation/*.parquet"}}
+        "hf_dataset": {**shipped["source"]["hf_dataset"], "data_files": {"validation": "320px/validation-*.parquet"}}
     }
     code = f"""
         import json, os
@@ -115,7 +130,45 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
     refused = python(code, rehearse.environment(tmp_path, None), tmp_path)
     assert "HF_HUB_OFFLINE=1 forbids downloading it" in refused["error"]
     moved = python(code, env, tmp_path)
-    assert moved["files"] == ["320px/validation/0000.parquet"] and moved["on_disk"] == [".cache", "320px"]
+    assert moved["files"] == ["320px/validation-00000-of-00001.parquet"] and moved["on_disk"] == [".cache", "320px"]
+
+
+def check_sources(workdir: Path, config: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "rollout_equality", "check-sources", "--configfile", str(config)]
+    cmd += ["--cache", str(workdir / "resources" / "cache")]
+    return subprocess.run(cmd, env=env, cwd=workdir, capture_output=True, text=True, timeout=300)
+
+
+def test_check_sources_names_exactly_the_sources_that_drifted(rehearsal, tmp_path):
+    """Against the replicas of every source of the paper suite (and the dynamics study): a pinned commit that the
+    repository does not hold and a pattern of the old bot-branch layout are the two problems, and nothing else."""
+    config = copy.deepcopy(rehearsal.config)
+    config["models"]["dinov2_base"]["hub"]["revision"] = "f9e44c814b77203eaa57a6bdbbd535f21ede1415"  # not there
+    hf = config["datasets"]["imagenet_val"]["source"]["hf_dataset"]
+    hf["data_files"] = {"validation": "full_size/validation/*.parquet"}  # refs/convert/parquet's layout
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    env = rehearse.environment(tmp_path, rehearsal.endpoint)
+    res = check_sources(rehearsal.workdir, path, env)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-3000:]
+    problems = [line for line in res.stdout.splitlines() if line.startswith("- ")]
+    assert len(problems) == 2, res.stdout
+    assert problems[0].startswith("- model 'dinov2_base'") and "f9e44c814b77203eaa57a6bdbbd535f21ede1415" in problems[0]
+    assert "does not resolve revision" in problems[0]
+    assert problems[1].startswith("- dataset 'imagenet_val'") and "full_size/validation/*.parquet" in problems[1]
+    assert "match no file" in problems[1] and "full_size/validation-00000-of-00001.parquet" in problems[1]
+    lines = res.stdout.splitlines()
+    rows = lines[2 : lines.index("")]  # the table: header, rule, one line per source
+    assert len(rows) == 16  # 12 models (the paper's, dinov2-giant, ALBERT), 2 data sets, 2 tables
+    assert f"{len(rows)} sources" in res.stdout and "2 problem(s)" in res.stdout
+    for line in rows:
+        assert ("PROBLEM" in line) == any(f" {n} " in line for n in ("dinov2_base", "imagenet_val")), line
+    assert "config.json, model.safetensors, preprocessor_config.json" in next(r for r in rows if " dinov2_small " in r)
+    assert "not pinned" in next(r for r in rows if " dinov2_giant " in r)
+    assert "cached" in next(r for r in rows if " california " in r)
+    seconds = float(re.search(r"checked in ([0-9.]+) s", res.stdout).group(1))
+    print(f"check_sources against the mirror: {len(rows)} sources in {seconds:.1f} s")
+    assert seconds < 60
 
 
 MODEL_CODE = """
@@ -186,12 +239,17 @@ def _manifests(workdir: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 def test_the_paper_target_runs_against_the_mirror_and_downloads_again_offline(rehearsal):
-    """`snakemake download`, then `all dynamics` (and `paper` with TeX), through the mirror; then `download`
-    again with HF_HUB_OFFLINE=1 and no hub at all, from disk."""
+    """`snakemake check_sources`, `download` (which checks the sources first), then `all dynamics` (and `paper`
+    with TeX), through the mirror; then `download` again with HF_HUB_OFFLINE=1 and no hub at all, from disk."""
     workdir = rehearsal.workdir
     env = rehearse.environment(workdir, rehearsal.endpoint)
+    res = rehearse.snakemake(workdir, env, "check_sources")  # what a cluster user runs first on the login node
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    assert "16 sources, " in res.stderr and "0 problem(s)" in res.stderr
+    assert not (workdir / "results/sources/check.tsv").exists()  # temporary: the next download checks again
     res = rehearse.snakemake(workdir, env, "download")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    assert "rule check_network_sources" in res.stdout + res.stderr  # download checks the sources first
     downloaded = _manifests(workdir)
     for name in PAPER_MODELS + ["albert_base", "dinov2_giant"]:
         info = json.loads((workdir / f"resources/models/{name}/model.json").read_text())

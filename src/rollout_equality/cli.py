@@ -115,6 +115,41 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_config(paths: list[str]) -> dict:
+    """config.yaml files merged in order (as Snakemake's ``--configfile`` merges them), checked against the
+    schema with its defaults filled in, and its references checked."""
+    import yaml
+    from snakemake.utils import update_config, validate
+
+    from rollout_equality.config import SCHEMA, check_references
+
+    config: dict = {}
+    for path in paths:
+        update_config(config, yaml.safe_load(Path(path).read_text()) or {})
+    validate(config, str(SCHEMA))
+    check_references(config)
+    return config
+
+
+def _cmd_check_sources(args: argparse.Namespace) -> int:
+    from rollout_equality.io import logging_to
+    from rollout_equality.sources import SourcesDriftedError, run
+
+    config = load_config(args.configfile)
+    unknown = [s for s in args.suite if s not in config["suites"]]
+    if unknown:
+        raise ValueError(f"no suite {unknown} in the config (suites: {sorted(config['suites'])})")
+    import contextlib
+
+    with logging_to(args.log) if args.log else contextlib.nullcontext():
+        try:
+            run(config, args.suite, args.cache, args.out, echo=sys.stdout)
+        except SourcesDriftedError as err:
+            print(f"error: {str(err).splitlines()[0]} (the table above says what to do)", file=sys.stderr)
+            return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rollout-equality", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -169,11 +204,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resources", default="resources/models", help="where hub snapshots and model.json go")
     p.add_argument("--log", default=None)
     p.set_defaults(func=_cmd_measure)
+
+    p = sub.add_parser(
+        "check-sources",
+        help="check every hub model, data set and table a suite downloads (revision, files, sizes), downloading none",
+    )
+    p.add_argument(
+        "--suite",
+        action="append",
+        default=None,
+        help="suite to check (repeatable; default: paper, what `download` fetches)",
+    )
+    p.add_argument(
+        "--configfile", action="append", default=None, help="config file(s), merged in order (default: config.yaml)"
+    )
+    p.add_argument(
+        "--cache", default="resources/cache", help="OpenML's and scikit-learn's caches (default %(default)s)"
+    )
+    p.add_argument("--out", default=None, help="also write the table as TSV")
+    p.add_argument("--log", default=None)
+    p.set_defaults(func=_cmd_check_sources)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "check-sources":
+        args.suite = args.suite or ["paper"]
+        args.configfile = args.configfile or ["config.yaml"]
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError) as err:

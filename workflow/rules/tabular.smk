@@ -4,6 +4,8 @@ localrules:
 
 rule fetch_table:
     """Fetch a table: OpenML or scikit-learn (network once, cached under resources/cache), or a CSV file."""
+    input:
+        lambda w: source_check("tables", w.tabular),
     output:
         TABLE_RAW,
     log:

@@ -55,23 +55,15 @@ def _config_patterns(readme: str, config: str, split: str) -> list[str] | None:
     return None
 
 
-def load_hub_dataset(name: str, spec: dict[str, Any], way_out: str, local_dir: str | os.PathLike):
-    """(data set, snapshot) of one split of a hub data set, read by :func:`datasets.load_dataset`.
+def _what(name: str, spec: dict[str, Any]) -> str:
+    return f"data set {name!r} (hub data set {spec['path']}@{spec['revision']})"
 
-    ``spec``: ``path``, ``revision`` (a commit, or a branch resolved to its commit and recorded),
-    ``split``, and which files hold the split: ``data_files`` (patterns, as datasets reads them),
-    or ``name``, a configuration of the card's ``configs:`` header. Only those files are
-    downloaded (:func:`rollout_equality.hub.snapshot`, into ``local_dir``), so that a second run
-    with ``HF_HUB_OFFLINE=1`` reads them from disk; ``datasets`` loads the local copy. Failures
-    raise :class:`DataUnavailableError` naming the cause (a loading-script data set, a
-    configuration or pattern that matches nothing, an unknown revision, ...); only a connection
-    failure says the hub is unreachable, and only then is ``way_out`` offered.
-    """
-    import datasets
 
-    path, revision = spec["path"], spec["revision"]
-    split = spec["split"]
-    what = f"data set {name!r} (hub data set {path}@{revision})"
+def hub_selector(name: str, spec: dict[str, Any]):
+    """``select(tree, commit)`` for :func:`rollout_equality.hub.snapshot` and :func:`~rollout_equality.hub.list_files`:
+    the files of a hub data set entry's split (``data_files`` patterns, or configuration ``name`` of the card's
+    ``configs:`` header, the card read at ``commit``). Raises :class:`DataUnavailableError` naming what matched nothing."""
+    path, split, what = spec["path"], spec["split"], _what(name, spec)
 
     def select(tree: dict[str, int], commit: str) -> list[str]:
         if "data_files" in spec:
@@ -92,8 +84,8 @@ def load_hub_dataset(name: str, spec: dict[str, Any], way_out: str, local_dir: s
         scripts = [f for f in tree if "/" not in f and f.endswith(".py")]
         if patterns is None:
             hint = (
-                f" It holds a loading script ({', '.join(scripts)}), which datasets >= 4 refuses: use the files "
-                "of its parquet export instead (revision: a commit of refs/convert/parquet, with `data_files:`)."
+                f" It holds a loading script ({', '.join(scripts)}), which datasets >= 4 refuses: pin a commit "
+                "that holds the data as parquet files and name them with `data_files: {SPLIT: PATTERN}`."
                 if scripts
                 else " Name the files with `data_files: {SPLIT: PATTERN}`."
             )
@@ -105,6 +97,28 @@ def load_hub_dataset(name: str, spec: dict[str, Any], way_out: str, local_dir: s
             )
         return files
 
+    return select
+
+
+def load_hub_dataset(name: str, spec: dict[str, Any], way_out: str, local_dir: str | os.PathLike):
+    """(data set, snapshot) of one split of a hub data set, read by :func:`datasets.load_dataset`.
+
+    ``spec``: ``path``, ``revision`` (a commit, or a branch resolved to its commit and recorded),
+    ``split``, and which files hold the split: ``data_files`` (patterns, as datasets reads them),
+    or ``name``, a configuration of the card's ``configs:`` header. Only those files are
+    downloaded (:func:`rollout_equality.hub.snapshot`, into ``local_dir``), so that a second run
+    with ``HF_HUB_OFFLINE=1`` reads them from disk; ``datasets`` loads the local copy. Failures
+    raise :class:`DataUnavailableError` naming the cause (a loading-script data set, a
+    configuration or pattern that matches nothing, an unknown revision, ...); only a connection
+    failure says the hub is unreachable, and only then is ``way_out`` offered.
+    """
+    import datasets
+
+    path, revision = spec["path"], spec["revision"]
+    split = spec["split"]
+    what = _what(name, spec)
+
+    select = hub_selector(name, spec)
     selection = {"data_files": spec.get("data_files"), "name": spec.get("name"), "split": split}
     try:
         snap = hub.snapshot(

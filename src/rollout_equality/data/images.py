@@ -6,7 +6,8 @@ Sources (``source`` in an image data set's config entry, exactly one):
   ImageNet validation set sorted into synsets) or a flat folder of images;
 * ``hf_dataset: {path, revision, name, data_files, split, image_field, label_field}`` — a hub
   data set through :func:`datasets.load_dataset` at a pinned commit (e.g. Imagenette's
-  validation images, 10 ImageNet classes, from the hub's parquet export of ``frgfm/imagenette``);
+  validation images, 10 ImageNet classes, from the parquet files committed on ``frgfm/imagenette``'s
+  ``main``);
 * ``skimage: [NAME, ...]`` — photographs shipped with scikit-image
   (``skimage.data``), real images that need no network.
 
