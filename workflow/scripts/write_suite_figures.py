@@ -11,4 +11,5 @@ with logging_to(snakemake.log[0]):
         list(snakemake.input.rollout),
         list(snakemake.input.dumps),
         dict(snakemake.output.items()),
+        heatmaps=snakemake.params.heatmaps,
     )

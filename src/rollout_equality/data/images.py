@@ -9,7 +9,10 @@ Sources (``source`` in an image data set's config entry, exactly one):
   validation images, 10 ImageNet classes, from the parquet files committed on ``frgfm/imagenette``'s
   ``main``);
 * ``skimage: [NAME, ...]`` — photographs shipped with scikit-image
-  (``skimage.data``), real images that need no network.
+  (``skimage.data``), real images that need no network;
+* ``files: [FILE, ...]`` — image files, each a path or ``dist:DISTRIBUTION:FILE`` (a file of an
+  installed distribution: the sample photographs of scikit-image, scikit-learn and matplotlib),
+  labelled by file name.
 
 ``n`` images are drawn with ``seed``, round-robin over classes (shuffled within
 each class), saved as RGB PNG files; models apply their own preprocessing later.
@@ -56,11 +59,24 @@ def _source(
     """
     from PIL import Image
 
-    kinds = [k for k in ("image_folder", "hf_dataset", "skimage") if k in source]
+    kinds = [k for k in ("image_folder", "hf_dataset", "skimage", "files") if k in source]
     if len(kinds) != 1:
         raise ValueError(
-            f"data set {name!r}: give exactly one image source (image_folder, hf_dataset, skimage); got {kinds}"
+            f"data set {name!r}: give exactly one image source (image_folder, hf_dataset, skimage, files); got {kinds}"
         )
+    if "files" in source:
+        from rollout_equality.io import resolve_path
+
+        refs = list(source["files"])
+        try:
+            paths = [resolve_path(ref) for ref in refs]
+        except FileNotFoundError as err:
+            raise FileNotFoundError(f"data set {name!r}: {err}") from err
+        labels = [p.name for p in paths]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"data set {name!r}: files with the same name {twice}; each file is its own class")
+        return refs, labels, lambda i: Image.open(paths[i]), {}
     if "image_folder" in source:
         root = Path(source["image_folder"]).expanduser()
         if not root.is_dir():

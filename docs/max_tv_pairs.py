@@ -1,0 +1,79 @@
+"""The pair of rows at maximal total variation, per layer, in two vision models on the same photographs.
+
+    python docs/max_tv_pairs.py [--models dinov2_small_imgfocus dinov2_small_random] [--dataset offline_photos]
+
+Reads the models and the data set the offline suite prepared (resources/models/<name>/model.json,
+resources/data/<dataset>/) and prints, per model and layer, medians over the inputs of the content-token
+matrix (CLS removed, rows renormalised, as the records' `content` token set; `--token-set all` keeps
+CLS, as token 0): the patch-grid distance between the two rows i, j of the pair at maximal TV
+(Chebyshev, in patches; -1 when one of them is CLS), their mutual attention A_ij + A_ji, the diagonal
+entries A_ii, A_jj against what the other row gives them (A_ji, A_ij), the share of inputs where the
+pair is mutually self-dominant, the mean diagonal over all rows, and the largest column mean (the share
+of all attention that the most attended token receives).
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from rollout_equality.data import load_inputs
+from rollout_equality.dobrushin import pairwise_tv, restrict
+from rollout_equality.extract import load
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pair_stats(A: np.ndarray, grid: int, offset: int = 0) -> dict[str, float]:
+    """Statistics of the pair at maximal TV of one matrix A (n, n) whose tokens from ``offset`` on form a
+    grid x grid patch grid (``offset`` = 1: CLS first)."""
+    tv = pairwise_tv(A)
+    i, j = np.unravel_index(np.argmax(np.triu(tv, 1)), tv.shape)
+    (ri, ci), (rj, cj) = divmod(int(i) - offset, grid), divmod(int(j) - offset, grid)
+    return {
+        "tv": float(tv[i, j]),
+        "distance": -1 if min(i, j) < offset else max(abs(ri - rj), abs(ci - cj)),
+        "mutual": float(A[i, j] + A[j, i]),
+        "A_ii": float(A[i, i]),
+        "A_ji": float(A[j, i]),
+        "A_jj": float(A[j, j]),
+        "A_ij": float(A[i, j]),
+        "dominant": float(A[i, i] >= A[j, i] and A[j, j] >= A[i, j]),
+        "diag": float(np.mean(np.diag(A))),
+        "top_col": float(A.mean(axis=0).max()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=["dinov2_small_imgfocus", "dinov2_small_random"])
+    parser.add_argument("--dataset", default="offline_photos")
+    parser.add_argument("--token-set", choices=["content", "all"], default="content")
+    args = parser.parse_args()
+    ids, images, _ = load_inputs(REPO / "resources/data" / args.dataset)
+    for name in args.models:
+        info = json.loads((REPO / "resources/models" / name / "model.json").read_text())
+        extractor = load(info, "cpu")
+        stats = []  # (input, layer) -> dict
+        for attention, special in extractor(images):
+            content = np.flatnonzero(~special)
+            grid = int(round(np.sqrt(len(content))))
+            if args.token_set == "all":
+                offset = int(special.sum())
+                assert special[:offset].all(), "special tokens first"
+                stats.append([pair_stats(layer.astype(np.float64), grid, offset) for layer in attention])
+            else:
+                stats.append([pair_stats(restrict(layer.astype(np.float64), content), grid) for layer in attention])
+        print(f"\n{name} on {args.dataset} ({len(ids)} inputs, {args.token_set} tokens), medians over inputs")
+        print("(dominant: share of inputs; distance -1: the pair includes CLS)")
+        keys = list(stats[0][0])
+        print("layer " + " ".join(f"{k:>8}" for k in keys))
+        for layer in range(len(stats[0])):
+            row = {k: [s[layer][k] for s in stats] for k in keys}
+            cells = [f"{np.mean(v):8.2f}" if k == "dominant" else f"{np.median(v):8.4f}" for k, v in row.items()]
+            print(f"{layer:5d} " + " ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
