@@ -9,7 +9,7 @@ rule fetch_table:
     log:
         "results/logs/fetch_table/{tabular}.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     params:
         spec=lambda w: {"source": TABLES[w.tabular]["source"]},
         cache=DOWNLOAD_CACHE,
@@ -27,7 +27,7 @@ rule prepare_tabular:
     log:
         "results/logs/prepare_tabular/{tabular}.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     params:
         spec=lambda w: table_preparation(w.tabular),
     script:
@@ -47,7 +47,7 @@ rule train_ftt:
     benchmark:
         "results/benchmarks/train_ftt/{tabular}/seed{seed}.tsv"
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     threads: 2
     resources:
         mem_mb=8000,
@@ -73,7 +73,7 @@ rule measure_ftt:
     log:
         "results/logs/measure_ftt/{tabular}/seed{seed}.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     threads: 2
     params:
         n_inputs=config["tabular"]["n_inputs"],
@@ -92,7 +92,7 @@ rule write_ftt_scores:
     log:
         "results/logs/write_ftt_scores/{suite}.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     script:
         "../scripts/write_ftt_scores.py"
 
@@ -109,7 +109,7 @@ rule write_ftt_ablation:
     log:
         "results/logs/write_ftt_ablation.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     params:
         settings=lambda w: {t: e for t, e in TABLES.items() if "ablation" in e},
     script:
@@ -125,7 +125,7 @@ rule write_ftt_ablation_section:
     log:
         "results/logs/write_ftt_ablation_section/{suite}.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     params:
         table=ABLATION["table"] if ABLATION else None,
     script:
