@@ -58,15 +58,14 @@ def ablation_tables(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary, layers) of the ablation runs; ``settings`` maps each ablation table name to its resolved entry."""
     from rollout_equality.baseline import wilson_interval
-    from rollout_equality.records import read_records
+    from rollout_equality.records import read_records, run_seeds
 
     records = pd.concat([read_records(p) for p in record_paths], ignore_index=True)
     unknown = sorted(set(records["dataset"]) - set(settings))
     if unknown:
         raise ValueError(f"records of tables {unknown} are not settings of the ablation ({sorted(settings)})")
     scores = pd.DataFrame([json.loads(Path(p).read_text()) for p in metrics_paths])
-    per_run = _run_rates(records)
-    per_run["seed"] = per_run["model"].str.removeprefix("ftt_seed").astype(int)
+    per_run = _run_rates(records).merge(run_seeds(records), on=["model", "dataset"], how="left")
     per_run["rate"] = per_run["holds"] / per_run["pairs"]
     ci = [wilson_interval(int(k), int(n)) for k, n in zip(per_run["holds"], per_run["pairs"])]
     per_run["ci_low"], per_run["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]

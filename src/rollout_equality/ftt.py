@@ -249,7 +249,6 @@ def measure_ftt(
     out_path,
     rollout_path,
     *,
-    model_name: str,
     n_inputs: int,
     batch_size: int = 256,
     device: str = "cpu",
@@ -257,11 +256,14 @@ def measure_ftt(
     row_sum_atol: float,
 ) -> None:
     """Records of a trained FT-Transformer on the first ``n_inputs`` test rows (layer records to ``out_path``,
-    rollout records to ``rollout_path``)."""
+    rollout records to ``rollout_path``), with the training seed of ``metrics_path`` in their ``seed`` column and
+    ``ftt_seed<seed>`` as their model name (a label: readers take the seed from the column)."""
     from rollout_equality.measure import measure_inputs
     from rollout_equality.records import write_records
 
     manifest, arrays, model = load_trained(data_path, manifest_path, model_path, metrics_path, device)
+    metrics = json.loads(Path(metrics_path).read_text())
+    model_name = f"ftt_seed{metrics['seed']}"
     n = min(n_inputs, len(arrays["y_test"]))
     n_tokens = 1 + len(manifest["cont_features"]) + len(manifest["cat_features"])
     special = np.zeros(n_tokens, dtype=bool)
@@ -277,11 +279,11 @@ def measure_ftt(
         list(range(n)),
         model=model_name,
         dataset=manifest["name"],
+        seed=metrics["seed"],
         batch_size=batch_size,
         atol=atol,
         row_sum_atol=row_sum_atol,
     )
-    metrics = json.loads(Path(metrics_path).read_text())
     metadata = {
         "model": {
             "name": model_name,

@@ -21,7 +21,6 @@ with logging_to(snakemake.log[0]):
         inp.metrics,
         out.records,
         out.rollout,
-        model_name=f"ftt_seed{snakemake.wildcards.seed}",
         n_inputs=snakemake.params.n_inputs,
         device=resolve_device(snakemake.params.device),
         atol=cond["atol"],
