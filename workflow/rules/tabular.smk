@@ -48,7 +48,7 @@ rule train_ftt:
         "results/benchmarks/train_ftt/{tabular}/seed{seed}.tsv"
     conda:
         "../../envs/workflow.yaml"
-    threads: 2
+    threads: lambda w: TABLES[w.tabular]["training"]["threads"]  # the scheduler's share; torch uses exactly these
     resources:
         mem_mb=8000,
         gpu=lambda w: 0 if config["tabular"]["training"]["device"] == "cpu" else 1,
@@ -74,10 +74,10 @@ rule measure_ftt:
         "results/logs/measure_ftt/{tabular}/seed{seed}.log",
     conda:
         "../../envs/workflow.yaml"
-    threads: 2
+    threads: lambda w: TABLES[w.tabular]["training"]["threads"]
     params:
         n_inputs=config["tabular"]["n_inputs"],
-        device=config["tabular"]["training"]["device"],
+        training=lambda w: TABLES[w.tabular]["training"],
         condition=config["condition"],
     script:
         "../scripts/measure_ftt.py"
