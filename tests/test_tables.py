@@ -222,7 +222,7 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     assert len(written) == 8 and all(p.stat().st_size > 1000 for p in written)
     monkeypatch.setattr(_shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="apt-get install texlive-latex-base"):
-        paper.build_paper(tmp_path, "offline")
+        paper.build_paper(tmp_path / "main.tex", tmp_path / "suite-offline.pdf", "offline")
 
 
 def test_late_failure_claim_and_ftt_table():

@@ -23,9 +23,9 @@ from typing import Any
 import pandas as pd
 
 from rollout_equality.io import require_paths
+from rollout_equality.paths import FTT_ABLATION as ABLATION_FILES  # the files write_ftt_ablation writes, by key
+from rollout_equality.paths import in_paper
 
-ABLATION_FILES = ("summary", "layers", "html", "tex", "pdf", "png")
-"""The files :func:`write_ftt_ablation` writes, by key."""
 REFERENCE = "reference"
 """The setting that changes nothing (the default recipe); the others are described against it."""
 
@@ -217,6 +217,6 @@ def ablation_section(out: str | os.PathLike, inputs: Mapping[str, str | os.PathL
         + f"\\subsection*{{Recipe ablation on \\texttt{{{name}}}}}\n"
         + "Each setting changes one choice of the reference recipe (Gorishniy et al.\\ 2021) or several; "
         + "rates pool every seed, \\emph{seeds} gives the range of the per-seed rates.\n"
-        + "\\begin{center}\\scriptsize\\input{tables/ftt_ablation}\\end{center}\n"
-        + "\\begin{center}\\includegraphics[width=\\linewidth]{figures/ftt_ablation}\\end{center}\n",
+        + f"\\begin{{center}}\\scriptsize\\input{{{in_paper(ABLATION_FILES['tex'])}}}\\end{{center}}\n"
+        + f"\\begin{{center}}\\includegraphics[width=\\linewidth]{{{in_paper(ABLATION_FILES['pdf'])}}}\\end{{center}}\n",
     )

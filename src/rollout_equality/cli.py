@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL
+from rollout_equality.paths import MODELS
 
 
 def _cmd_condition(args: argparse.Namespace) -> int:
@@ -166,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--atol", type=float, default=DEFAULT_ATOL)
     p.add_argument("--row-sum-atol", type=float, default=DEFAULT_ROW_SUM_ATOL)
-    p.add_argument("--resources", default="resources/models", help="where hub snapshots and model.json go")
+    p.add_argument("--resources", default=MODELS, help="where hub snapshots and model.json go")
     p.add_argument("--log", default=None)
     p.set_defaults(func=_cmd_measure)
     return parser

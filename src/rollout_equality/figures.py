@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rollout_equality.io import atomic_path  # noqa: E402
+from rollout_equality.paths import FIGURE_NAMES as SUITE_FIGURES  # noqa: E402
 
 PAPER_BASELINE_RANGE = (0.24, 0.30)
 """The abstract's range for uniformly random stochastic matrices."""
@@ -257,7 +258,6 @@ def write_figure(fig: plt.Figure, *paths: str | os.PathLike) -> None:
         plt.close(fig)
 
 
-SUITE_FIGURES = ("depth", "slack", "rollout", "heatmap")
 """The figures :func:`write_suite_figures` draws; ``out`` holds ``<name>_pdf`` and ``<name>_png`` for each."""
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from rollout_equality.baseline import COLUMNS as BASELINE_COLUMNS
 from rollout_equality.io import atomic_path, require_paths, write_text
+from rollout_equality.paths import SUITE_TABLES
 
 
 def read_baseline(path: str | os.PathLike) -> pd.DataFrame:
@@ -446,19 +447,6 @@ def ftt_table(scores: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
     return out[["dataset", "seed", "metric", "test", "published", "content", "all"]]
 
 
-CSV_TABLES = ("claims", "rates", "depth", "rollout", "ftt")
-SUITE_TABLES = (
-    *CSV_TABLES,
-    *(f"html_{k}" for k in CSV_TABLES),
-    "tex_claims",
-    "tex_rates",
-    "tex_depth",
-    "tex_rollout",
-    "tex_ftt",
-    "tex_macros",
-)
-"""The files :func:`write_suite_tables` writes, by key: CSV tables, their HTML pages (for the report), the LaTeX
-tables and the macros."""
 TABLE_TITLES = {
     "claims": "The abstract's claims beside ours",
     "rates": "Rates per model (all input-layer pairs)",

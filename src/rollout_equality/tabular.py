@@ -44,6 +44,7 @@ import pandas as pd
 
 from rollout_equality.data import sha256_bytes
 from rollout_equality.io import atomic_path, resolve_path, write_json
+from rollout_equality.paths import TABLE_RAW
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class TableUnavailableError(RuntimeError):
 
 def _table_ways_out(name: str, cache_dir: str | os.PathLike) -> str:
     return (
-        f"Ways out: run `snakemake resources/tabular/{name}/raw.parquet` (or `snakemake download`) where the "
+        f"Ways out: run `snakemake {TABLE_RAW.format(tabular=name)}` (or `snakemake download`) where the "
         f"server is reachable (the cache under {cache_dir} travels with the project directory); or use a `csv:` "
         "source with a local copy; or run the offline suite (`snakemake --cores 2 offline`)."
     )

@@ -64,7 +64,7 @@ rule write_suite_figures:
 rule build_paper:
     """paper/main.tex → paper/suite-<suite>.pdf with latexmk (says how to install TeX when it is missing)."""
     input:
-        main="paper/main.tex",
+        main=PAPER_MAIN,
         reads=lambda w: paper_reads(w.suite),
     output:
         PAPER_PDF,
