@@ -29,12 +29,12 @@ import torch
 import torch.nn.functional as F
 
 from rollout_equality.io import atomic_path, progress, write_text
+from rollout_equality.schema import choices
 from rollout_equality.tabular import load_prepared
 
 log = logging.getLogger(__name__)
 
 PUBLISHED_HIGHER_IS_BETTER = {"accuracy": True, "rmse": False}
-BINARY_HEADS = ("one_logit", "two_logits")
 """A binary task's head: one logit with binary cross-entropy (the reference code, ``bin/ft_transformer.py``),
 or two logits with cross-entropy."""
 
@@ -44,15 +44,15 @@ def _d_out(manifest: dict[str, Any], binary_head: str | None) -> int:
     if task == "regression":
         return 1
     if task == "binclass":
-        if binary_head not in BINARY_HEADS:
-            raise ValueError(f"binary_head must be one of {BINARY_HEADS}; got {binary_head!r}")
+        if binary_head not in (heads := choices("$defs", "binary_head")):
+            raise ValueError(f"binary_head must be one of {heads}; got {binary_head!r}")
         return 1 if binary_head == "one_logit" else 2
     return len(manifest["target_info"]["classes"])
 
 
 def build_model(manifest: dict[str, Any], binary_head: str | None = "one_logit") -> torch.nn.Module:
     """The default FT-Transformer (3 blocks, d_block 192, 8 heads) for a prepared table; ``binary_head`` sets
-    the output width of a binary task (:data:`BINARY_HEADS`)."""
+    the output width of a binary task (the schema's ``binary_head``)."""
     from rtdl_revisiting_models import FTTransformer
 
     d_out = _d_out(manifest, binary_head)
