@@ -55,13 +55,13 @@ rule ftt_ablation:
 rule paper:
     """The paper's PDF from the paper suite (needs TeX; see README)."""
     input:
-        "paper/suite-paper.pdf",
+        PAPER_PDF.format(suite="paper"),
 
 
 rule paper_offline:
     """The paper's PDF built from the offline suite's numbers."""
     input:
-        "paper/suite-offline.pdf",
+        PAPER_PDF.format(suite="offline"),
 
 
 rule dynamics:

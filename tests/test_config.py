@@ -132,3 +132,13 @@ def test_an_entry_is_completed_with_the_schema_defaults_for_the_command_line(tmp
         == 2
     )
     assert "datasets entry 't'" in capsys.readouterr().err and not (tmp_path / "u").exists()
+
+
+def test_the_librarys_enumerations_are_the_schemas():
+    """The library checks its arguments against the schema's enums (stated there only), not copies of them."""
+    from rollout_equality.schema import choices
+
+    assert choices("$defs", "binary_head") == ("one_logit", "two_logits")
+    assert choices("properties", "extraction", "properties", "image_backend") == ("pil", "torchvision")
+    task = ("properties", "tabular", "properties", "datasets", "additionalProperties", "properties", "task")
+    assert choices(*task) == ("regression", "binclass", "multiclass")

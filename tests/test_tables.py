@@ -8,7 +8,15 @@ import pandas as pd
 import pytest
 
 from rollout_equality.baseline import wilson_interval
-from rollout_equality.tables import claims, depth_rates, latex_tabular, model_rates, rollout_summary, write_latex
+from rollout_equality.tables import (
+    claims,
+    depth_rates,
+    latex_tabular,
+    model_rates,
+    rollout_summary,
+    with_seeds,
+    write_latex,
+)
 
 
 def synthetic_records():
@@ -22,6 +30,7 @@ def synthetic_records():
                 rows.append(
                     {
                         "model": "dinov2_small",
+                        "seed": None,
                         "dataset": "imagenet_val",
                         "input_id": f"x{i}",
                         "layer": layer,
@@ -36,6 +45,7 @@ def synthetic_records():
             rows.append(
                 {
                     "model": "ftt_seed0",
+                    "seed": 0,
                     "dataset": "adult",
                     "input_id": f"t{i}",
                     "layer": layer,
@@ -46,6 +56,11 @@ def synthetic_records():
                 }
             )
     return pd.DataFrame(rows)
+
+
+def rates_of(records):
+    """What write_suite_tables gives claims and ftt_table: the model rates with the runs' seeds."""
+    return with_seeds(model_rates(records), records)
 
 
 def test_model_rates_known_answers():
@@ -67,7 +82,6 @@ def test_depth_rates_show_late_failures():
 
 
 def test_claims_statuses():
-    rates = model_rates(synthetic_records())
     baseline = pd.DataFrame(
         {
             "n": [3, 16, 256],
@@ -78,7 +92,7 @@ def test_claims_statuses():
             "ci_high": [0.34, 0.264, 0.259],
         }
     )
-    c = claims(rates, baseline)
+    c = claims(rates_of(synthetic_records()), baseline)
     first = c.iloc[0]
     assert (
         first["status"] == "reproduced" and first["ours"] == "25.0%–25.5%" and first["note"] == "n = 3: 33.0%, left out"
@@ -91,9 +105,10 @@ def test_claims_statuses():
     ftt = c[c.subject.str.startswith("ftt:adult")]
     assert len(ftt) == 1 and ftt.iloc[0]["status"] == "reproduced"  # 30% within 11–44%
     assert c[c.subject.str.startswith("ftt:california")].iloc[0]["status"] == "not run"
-    far = model_rates(synthetic_records().assign(holds=False, holds_direct=False))
+    far = synthetic_records().assign(holds=False, holds_direct=False)
     assert (
-        claims(far, None).set_index("subject").loc["dinov2_small on imagenet_val"].iloc[0]["status"] == "not reproduced"
+        claims(rates_of(far), None).set_index("subject").loc["dinov2_small on imagenet_val"].iloc[0]["status"]
+        == "not reproduced"
     )
 
 
@@ -102,7 +117,7 @@ def test_ftt_claim_pools_the_seeds_and_shows_the_recipe_range():
 
     records = synthetic_records()
     seed0 = records[records["model"] == "ftt_seed0"]
-    seed1 = seed0.assign(model="ftt_seed1", holds=False, holds_direct=False)
+    seed1 = seed0.assign(model="ftt_seed1", seed=1, holds=False, holds_direct=False)
     ablation = pd.DataFrame(
         {
             "setting": ["reference", "two_logits"],
@@ -113,7 +128,8 @@ def test_ftt_claim_pools_the_seeds_and_shows_the_recipe_range():
             "content_ci_high": [0.10, 0.44],
         }
     )
-    c = claims(model_rates(pd.concat([records, seed1])), None, ablation=ablation)
+    both = pd.concat([records, seed1])
+    c = claims(rates_of(both), None, ablation=ablation)
     ftt = c[c.subject.str.startswith("ftt:adult")]
     assert len(ftt) == 1  # one row for the table, not one per seed
     row = ftt.iloc[0]
@@ -155,7 +171,7 @@ def test_latex_tables_parse_and_compile(tmp_path):
     tex = latex_tabular(rates, formats={"rate": "{:.3f}"})
     assert tex.startswith("\\begin{tabular}") and "\\toprule" in tex and "dinov2\\_small" in tex
     assert tex.count("\\\\") == len(rates) + 1
-    write_latex(claims(rates, None), tmp_path / "claims.tex", "records")
+    write_latex(claims(rates_of(synthetic_records()), None), tmp_path / "claims.tex", "records")
     write_latex(rates, tmp_path / "rates.tex", "records")
     if shutil.which("pdflatex") is None:
         pytest.skip("pdflatex not installed: parsed only")
@@ -206,7 +222,7 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     assert len(written) == 8 and all(p.stat().st_size > 1000 for p in written)
     monkeypatch.setattr(_shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="apt-get install texlive-latex-base"):
-        paper.build_paper(tmp_path, "offline")
+        paper.build_paper(tmp_path / "main.tex", tmp_path / "suite-offline.pdf", "offline")
 
 
 def test_late_failure_claim_and_ftt_table():
@@ -217,14 +233,14 @@ def test_late_failure_claim_and_ftt_table():
         model=r["model"].replace({"dinov2_small": "vit_base_16"}),
         token_set=r["token_set"].replace({"content": "x", "all": "content"}),
     )
-    c = claims(model_rates(late), None, depth_rates(late))
+    c = claims(rates_of(late), None, depth_rates(late))
     row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[
         0
     ]
     assert row["status"] == "reproduced" and row["ours"] == "first layer below 99% at depth 1.00"
     early = late.copy()
     early.loc[(early["model"] == "vit_base_16") & (early["layer"] == 0), "holds"] = False
-    c = claims(model_rates(early), None, depth_rates(early))
+    c = claims(rates_of(early), None, depth_rates(early))
     row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[
         0
     ]
@@ -236,7 +252,7 @@ def test_late_failure_claim_and_ftt_table():
     scores = pd.DataFrame(
         {"dataset": ["adult"], "seed": [0], "metric": ["accuracy"], "test": [0.86], "published": [0.86]}
     )
-    t = ftt_table(scores, model_rates(r))
+    t = ftt_table(scores, rates_of(r))
     assert t.iloc[0]["content"] == pytest.approx(0.3) and np.isnan(t.iloc[0]["all"])
 
 
@@ -269,7 +285,7 @@ def test_the_paper_depends_on_every_file_main_tex_reads(tmp_path):
 def test_trained_text_models_outside_the_paper_stand_beside_the_text_claims_labelled_so():
     records = synthetic_records()
     mpnet = records[records["model"] == "dinov2_small"].assign(model="mpnet", dataset="pydoc_topics")
-    c = claims(model_rates(pd.concat([records, mpnet])), None)
+    c = claims(rates_of(pd.concat([records, mpnet])), None)
     rows = c[c["subject"].str.startswith("mpnet")]
     assert rows["claim"].tolist() == [
         "DINOv2 (3 sizes), RoBERTa, DistilBERT: ≈100% on content tokens",
@@ -290,7 +306,7 @@ def test_the_paper_counts_only_the_abstract_numbers():
     extra = records[records["model"] == "dinov2_small"].assign(
         model="mpnet", dataset="pydoc_topics", holds=False, holds_direct=False
     )
-    c = claims(model_rates(pd.concat([records, extra])), None)
+    c = claims(rates_of(pd.concat([records, extra])), None)
     assert set(c.loc[c["subject"].str.startswith("mpnet"), "status"]) == {"disagrees"}
     text = macros(c, None)
     n_paper = len(c) - 2

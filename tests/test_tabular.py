@@ -271,13 +271,14 @@ def test_measure_records_cls_is_special_and_deterministic(trained, tmp_path):
             root / "a" / "metrics.json",
             tmp_path / run / "r.parquet",
             tmp_path / run / "r.rollout.parquet",
-            model_name="ftt_seed3",
             n_inputs=12,
             atol=1e-9,
             row_sum_atol=1e-5,
         )
     df = read_records(tmp_path / "a/r.parquet")
     assert len(df) == 12 * 3 * 2 and set(df["n_tokens"]) == {31, 30}  # 30 features (+ [CLS])
+    assert set(df["seed"]) == {3} and set(df["model"]) == {"ftt_seed3"}  # the training seed, from metrics.json
+    assert set(read_records(tmp_path / "a/r.rollout.parquet")["seed"]) == {3}
     assert (df["holds"] == df["holds_direct"]).all()
     pd.testing.assert_frame_equal(df, read_records(tmp_path / "b/r.parquet"))
 

@@ -23,9 +23,9 @@ from typing import Any
 import pandas as pd
 
 from rollout_equality.io import require_paths
+from rollout_equality.paths import FTT_ABLATION as ABLATION_FILES  # the files write_ftt_ablation writes, by key
+from rollout_equality.paths import in_paper
 
-ABLATION_FILES = ("summary", "layers", "html", "tex", "pdf", "png")
-"""The files :func:`write_ftt_ablation` writes, by key."""
 REFERENCE = "reference"
 """The setting that changes nothing (the default recipe); the others are described against it."""
 
@@ -58,15 +58,14 @@ def ablation_tables(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary, layers) of the ablation runs; ``settings`` maps each ablation table name to its resolved entry."""
     from rollout_equality.baseline import wilson_interval
-    from rollout_equality.records import read_records
+    from rollout_equality.records import read_records, run_seeds
 
     records = pd.concat([read_records(p) for p in record_paths], ignore_index=True)
     unknown = sorted(set(records["dataset"]) - set(settings))
     if unknown:
         raise ValueError(f"records of tables {unknown} are not settings of the ablation ({sorted(settings)})")
     scores = pd.DataFrame([json.loads(Path(p).read_text()) for p in metrics_paths])
-    per_run = _run_rates(records)
-    per_run["seed"] = per_run["model"].str.removeprefix("ftt_seed").astype(int)
+    per_run = _run_rates(records).merge(run_seeds(records), on=["model", "dataset"], how="left")
     per_run["rate"] = per_run["holds"] / per_run["pairs"]
     ci = [wilson_interval(int(k), int(n)) for k, n in zip(per_run["holds"], per_run["pairs"])]
     per_run["ci_low"], per_run["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
@@ -218,6 +217,6 @@ def ablation_section(out: str | os.PathLike, inputs: Mapping[str, str | os.PathL
         + f"\\subsection*{{Recipe ablation on \\texttt{{{name}}}}}\n"
         + "Each setting changes one choice of the reference recipe (Gorishniy et al.\\ 2021) or several; "
         + "rates pool every seed, \\emph{seeds} gives the range of the per-seed rates.\n"
-        + "\\begin{center}\\scriptsize\\input{tables/ftt_ablation}\\end{center}\n"
-        + "\\begin{center}\\includegraphics[width=\\linewidth]{figures/ftt_ablation}\\end{center}\n",
+        + f"\\begin{{center}}\\scriptsize\\input{{{in_paper(ABLATION_FILES['tex'])}}}\\end{{center}}\n"
+        + f"\\begin{{center}}\\includegraphics[width=\\linewidth]{{{in_paper(ABLATION_FILES['pdf'])}}}\\end{{center}}\n",
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL
+from rollout_equality.paths import DOWNLOAD_CACHE, MODELS
 
 
 def _cmd_condition(args: argparse.Namespace) -> int:
@@ -201,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--atol", type=float, default=DEFAULT_ATOL)
     p.add_argument("--row-sum-atol", type=float, default=DEFAULT_ROW_SUM_ATOL)
-    p.add_argument("--resources", default="resources/models", help="where hub snapshots and model.json go")
+    p.add_argument("--resources", default=MODELS, help="where hub snapshots and model.json go")
     p.add_argument("--log", default=None)
     p.set_defaults(func=_cmd_measure)
 
@@ -219,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--configfile", action="append", default=None, help="config file(s), merged in order (default: config.yaml)"
     )
     p.add_argument(
-        "--cache", default="resources/cache", help="OpenML's and scikit-learn's caches (default %(default)s)"
+        "--cache", default=DOWNLOAD_CACHE, help="OpenML's and scikit-learn's caches (default %(default)s)"
     )
     p.add_argument("--out", default=None, help="also write the table as TSV")
     p.add_argument("--log", default=None)

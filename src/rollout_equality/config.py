@@ -8,11 +8,9 @@ that the dynamics study's ALBERT runs read text. Each error names the entry and 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-"""The schema of config.yaml, in the checkout this library belongs to."""
+from rollout_equality.schema import SCHEMA
 
 
 def check_references(config: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rollout_equality.io import atomic_path  # noqa: E402
+from rollout_equality.paths import FIGURE_NAMES as SUITE_FIGURES  # noqa: E402
 
 PAPER_BASELINE_RANGE = (0.24, 0.30)
 """The abstract's range for uniformly random stochastic matrices."""
@@ -72,34 +73,41 @@ def _colours(models) -> dict[str, str]:
     return {m: palette[i % len(palette)] for i, m in enumerate(sorted(set(models)))}
 
 
-def _row_order(pairs) -> list[tuple[str, str]]:
+def _row_order(pairs, seeded=frozenset()) -> list[tuple[str, str]]:
     """(model, dataset) pairs in reading order: by family, each trained model before its untrained
-    control (``<model>_random``), FT-Transformer runs together by table and seed."""
+    control (``<model>_random``), FT-Transformer runs (the ``seeded`` pairs) together by table and seed."""
 
     def key(pair):
         model, dataset = pair
-        if model.startswith("ftt_seed"):
+        if pair in seeded:
             return (1, dataset, "", model)
         return (0, model.removesuffix("_random"), model.endswith("_random"), dataset)
 
     return sorted(set(pairs), key=key)
 
 
+def _seeded(records: pd.DataFrame) -> set[tuple[str, str]]:
+    """The (model, dataset) pairs of the seeded runs (FT-Transformer) in layer or rollout records."""
+    from rollout_equality.records import run_seeds
+
+    return set(run_seeds(records)[["model", "dataset"]].itertuples(index=False, name=None))
+
+
 def _label(model: str, dataset: str) -> str:
     return f"{model} ({dataset})"
 
 
-def depth_figure(depth: pd.DataFrame) -> plt.Figure:
+def depth_figure(depth: pd.DataFrame, seeded=frozenset()) -> plt.Figure:
     """The rate of the condition in every layer, one row per model and data set, as a heat table.
 
     Each row spans its model's depth, first to last layer, in equal cells (so a 6-layer and a
     24-layer model share the axis of normalised depth); the colour is the share of inputs for
     which the condition holds in that layer, the number at the right the rate over all layers.
-    Content tokens on the left, all tokens on the right.
+    Content tokens on the left, all tokens on the right. ``seeded``: the FT-Transformer runs (:func:`_seeded`).
     """
     from matplotlib.collections import PatchCollection
 
-    rows = _row_order(zip(depth["model"], depth["dataset"]))
+    rows = _row_order(zip(depth["model"], depth["dataset"]), seeded)
     cmap, norm = plt.get_cmap("viridis"), matplotlib.colors.Normalize(0, 100)
     height = 0.32 * len(rows) + 1.3
     fig, axes = plt.subplots(1, 2, figsize=(9.0, height), sharey=True)
@@ -140,7 +148,7 @@ def slack_figure(records: pd.DataFrame) -> plt.Figure:
     Rows in the order of the depth figure; at the right, the share of input-layer pairs at equality.
     """
     content = records[records["token_set"] == "content"]
-    rows = _row_order(zip(content["model"], content["dataset"]))
+    rows = _row_order(zip(content["model"], content["dataset"]), _seeded(records))
     fig, ax = plt.subplots(figsize=(6.5, 0.32 * max(len(rows), 3) + 1.2))
     colours = _colours(content["model"])
     floor = 1e-12
@@ -176,7 +184,7 @@ def rollout_figure(rollout: pd.DataFrame) -> plt.Figure:
     of κ(rollout) and of Π κ(½(I + A_l)) divided by the product bound Π ½(1 + κ(A_l)), against
     normalised depth, on one shared axis (1 = the bound is attained)."""
     data = rollout[rollout["token_set"] == "all"]
-    rows = _row_order(zip(data["model"], data["dataset"]))
+    rows = _row_order(zip(data["model"], data["dataset"]), _seeded(rollout))
     cols = min(len(rows), 4)
     n_rows = (len(rows) + cols - 1) // cols
     fig, axes = plt.subplots(
@@ -252,7 +260,6 @@ def write_figure(fig: plt.Figure, *paths: str | os.PathLike) -> None:
         plt.close(fig)
 
 
-SUITE_FIGURES = ("depth", "slack", "rollout", "heatmap")
 """The figures :func:`write_suite_figures` draws; ``out`` holds ``<name>_pdf`` and ``<name>_png`` for each."""
 
 
@@ -271,7 +278,7 @@ def write_suite_figures(
     records = pd.concat([read_records(p) for p in record_paths], ignore_index=True)
     rollout = pd.concat([read_records(p) for p in rollout_paths], ignore_index=True)
     for name, fig in (
-        ("depth", depth_figure(depth_rates(records))),
+        ("depth", depth_figure(depth_rates(records), _seeded(records))),
         ("slack", slack_figure(records)),
         ("rollout", rollout_figure(rollout)),
     ):

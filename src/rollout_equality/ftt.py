@@ -29,12 +29,12 @@ import torch
 import torch.nn.functional as F
 
 from rollout_equality.io import atomic_path, progress, write_text
+from rollout_equality.schema import choices
 from rollout_equality.tabular import load_prepared
 
 log = logging.getLogger(__name__)
 
 PUBLISHED_HIGHER_IS_BETTER = {"accuracy": True, "rmse": False}
-BINARY_HEADS = ("one_logit", "two_logits")
 """A binary task's head: one logit with binary cross-entropy (the reference code, ``bin/ft_transformer.py``),
 or two logits with cross-entropy."""
 
@@ -44,15 +44,15 @@ def _d_out(manifest: dict[str, Any], binary_head: str | None) -> int:
     if task == "regression":
         return 1
     if task == "binclass":
-        if binary_head not in BINARY_HEADS:
-            raise ValueError(f"binary_head must be one of {BINARY_HEADS}; got {binary_head!r}")
+        if binary_head not in (heads := choices("$defs", "binary_head")):
+            raise ValueError(f"binary_head must be one of {heads}; got {binary_head!r}")
         return 1 if binary_head == "one_logit" else 2
     return len(manifest["target_info"]["classes"])
 
 
 def build_model(manifest: dict[str, Any], binary_head: str | None = "one_logit") -> torch.nn.Module:
     """The default FT-Transformer (3 blocks, d_block 192, 8 heads) for a prepared table; ``binary_head`` sets
-    the output width of a binary task (:data:`BINARY_HEADS`)."""
+    the output width of a binary task (the schema's ``binary_head``)."""
     from rtdl_revisiting_models import FTTransformer
 
     d_out = _d_out(manifest, binary_head)
@@ -249,7 +249,6 @@ def measure_ftt(
     out_path,
     rollout_path,
     *,
-    model_name: str,
     n_inputs: int,
     batch_size: int = 256,
     device: str = "cpu",
@@ -257,11 +256,14 @@ def measure_ftt(
     row_sum_atol: float,
 ) -> None:
     """Records of a trained FT-Transformer on the first ``n_inputs`` test rows (layer records to ``out_path``,
-    rollout records to ``rollout_path``)."""
+    rollout records to ``rollout_path``), with the training seed of ``metrics_path`` in their ``seed`` column and
+    ``ftt_seed<seed>`` as their model name (a label: readers take the seed from the column)."""
     from rollout_equality.measure import measure_inputs
     from rollout_equality.records import write_records
 
     manifest, arrays, model = load_trained(data_path, manifest_path, model_path, metrics_path, device)
+    metrics = json.loads(Path(metrics_path).read_text())
+    model_name = f"ftt_seed{metrics['seed']}"
     n = min(n_inputs, len(arrays["y_test"]))
     n_tokens = 1 + len(manifest["cont_features"]) + len(manifest["cat_features"])
     special = np.zeros(n_tokens, dtype=bool)
@@ -277,11 +279,11 @@ def measure_ftt(
         list(range(n)),
         model=model_name,
         dataset=manifest["name"],
+        seed=metrics["seed"],
         batch_size=batch_size,
         atol=atol,
         row_sum_atol=row_sum_atol,
     )
-    metrics = json.loads(Path(metrics_path).read_text())
     metadata = {
         "model": {
             "name": model_name,

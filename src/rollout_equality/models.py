@@ -37,6 +37,7 @@ from typing import Any
 
 from rollout_equality import hub
 from rollout_equality.io import data_wheel_hint, write_json
+from rollout_equality.paths import MODEL_INFO, MODELS
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,8 @@ class ModelUnavailableError(RuntimeError):
 
 def _ways_out(name: str) -> str:
     return (
-        f"Ways out: run `snakemake resources/models/{name}/model.json` (or `snakemake download` for the whole "
-        f"paper suite) where the hub is reachable, e.g. a login node: the files land in resources/models/{name}/ "
+        f"Ways out: run `snakemake {MODEL_INFO.format(model=name)}` (or `snakemake download` for the whole "
+        f"paper suite) where the hub is reachable, e.g. a login node: the files land in {MODELS}/{name}/ "
         "inside this project, which compute jobs read with HF_HUB_OFFLINE=1; or set `local: /path/to/snapshot` "
         f"for {name!r} in config.yaml; or run the offline suite (`snakemake --cores 2 offline`), which needs no "
         "network."

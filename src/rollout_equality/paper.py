@@ -35,17 +35,21 @@ def inputs(main_tex: str | os.PathLike, suite: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def build_paper(paper_dir: str | os.PathLike, suite: str) -> Path:
-    """Compile ``paper_dir/main.tex`` for ``suite`` with latexmk; return the PDF (``suite-<suite>.pdf``)."""
+def build_paper(main_tex: str | os.PathLike, pdf: str | os.PathLike, suite: str) -> Path:
+    """Compile ``main_tex`` for ``suite`` with latexmk into ``pdf`` (beside it: latexmk names the PDF after its
+    driver, ``pdf`` with the suffix .tex); return ``pdf``."""
     if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
         raise RuntimeError(
             "TeX is not installed, so the PDF cannot be built (the tables and figures are ready under paper/). "
             "Install TeX Live with latexmk, e.g. `apt-get install texlive-latex-base texlive-latex-recommended "
             "latexmk` on Debian/Ubuntu or MacTeX on macOS, then rerun the paper target."
         )
-    paper_dir = Path(paper_dir)
-    driver = paper_dir / f"suite-{suite}.tex"
-    driver.write_text(f"\\def\\suite{{{suite}}}\n\\input{{main}}\n")
+    main_tex, pdf = Path(main_tex), Path(pdf)
+    if pdf.parent.resolve() != main_tex.parent.resolve():
+        raise ValueError(f"{pdf} must be built beside {main_tex} (latexmk writes the PDF in the driver's folder)")
+    paper_dir = main_tex.parent
+    driver = pdf.with_suffix(".tex")
+    driver.write_text(f"\\def\\suite{{{suite}}}\n\\input{{{main_tex.stem}}}\n")
     res = subprocess.run(
         ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", driver.name],
         cwd=paper_dir,
@@ -56,4 +60,4 @@ def build_paper(paper_dir: str | os.PathLike, suite: str) -> Path:
         raise RuntimeError(
             f"latexmk failed on {driver} (exit {res.returncode}):\n{res.stdout[-4000:]}{res.stderr[-2000:]}"
         )
-    return paper_dir / f"suite-{suite}.pdf"
+    return pdf

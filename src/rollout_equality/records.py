@@ -6,7 +6,8 @@ and a companion rollout file (the workflow names it ``*.rollout.parquet``) with 
 Tables and figures read only these files.
 
 Layer records (:data:`LAYER_SCHEMA`)
-    model, dataset, input_id, layer (0-based), n_layers, token_set ("content":
+    model, seed (the FT-Transformer's training seed; null for every other model), dataset, input_id,
+    layer (0-based), n_layers, token_set ("content":
     special tokens removed and rows renormalised; "all": every token of the
     input), n_tokens, and every field of
     :class:`rollout_equality.dobrushin.ConditionResult`: holds, holds_direct,
@@ -14,7 +15,7 @@ Layer records (:data:`LAYER_SCHEMA`)
     indices into that token set's matrix).
 
 Rollout records (:data:`ROLLOUT_SCHEMA`)
-    model, dataset, input_id, token_set, n_tokens, depth (rollout through
+    model, seed, dataset, input_id, token_set, n_tokens, depth (rollout through
     layers 0..depth), n_layers, kappa_rollout (κ of Π ½(I + A_l)),
     product_kappa_half (Π κ(½(I + A_l))), product_bound (Π ½(1 + κ(A_l))).
 
@@ -49,6 +50,7 @@ TOKEN_SETS = ("content", "all")
 LAYER_SCHEMA = pa.schema(
     [
         ("model", pa.string()),
+        ("seed", pa.int32()),
         ("dataset", pa.string()),
         ("input_id", pa.string()),
         ("layer", pa.int16()),
@@ -70,6 +72,7 @@ LAYER_SCHEMA = pa.schema(
 ROLLOUT_SCHEMA = pa.schema(
     [
         ("model", pa.string()),
+        ("seed", pa.int32()),
         ("dataset", pa.string()),
         ("input_id", pa.string()),
         ("token_set", pa.string()),
@@ -112,13 +115,15 @@ def analyse_inputs(
     *,
     model: str,
     dataset: str,
+    seed: int | None = None,
     atol: float = DEFAULT_ATOL,
     row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
     pool: Executor | None = None,
 ) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """Condition and rollout records of each input of a batch: (layer rows, rollout rows) per input.
 
-    batch: (layers, special) per input, as :func:`analyse_input` takes them.
+    batch: (layers, special) per input, as :func:`analyse_input` takes them. seed: the records' ``seed``
+    (a trained FT-Transformer's; None: null).
     pool: where the work runs. None: here, each matrix's work spread over numba's threads. An
     executor: one task per (input, token set), each on its worker's thread alone
     (:func:`rollout_equality.dobrushin.serial_kernels`); on a few cores this keeps them busier than
@@ -144,6 +149,7 @@ def analyse_inputs(
             for layer in range(n_layers):
                 row = {
                     "model": model,
+                    "seed": seed,
                     "dataset": dataset,
                     "input_id": input_id,
                     "layer": layer,
@@ -159,6 +165,7 @@ def analyse_inputs(
                 rollout_rows.append(
                     {
                         "model": model,
+                        "seed": seed,
                         "dataset": dataset,
                         "input_id": input_id,
                         "token_set": token_set,
@@ -229,6 +236,12 @@ def read_records(path: str | os.PathLike):
     if not path.exists():
         raise FileNotFoundError(f"records file {path} is missing: run the measure step for this model and data set")
     return pq.read_table(path).to_pandas()
+
+
+def run_seeds(records):
+    """(model, dataset, seed) of every seeded run (FT-Transformer) in a frame of records (layer or rollout)."""
+    runs = records.loc[records["seed"].notna(), ["model", "dataset", "seed"]].drop_duplicates()
+    return runs.astype({"seed": int}).reset_index(drop=True)
 
 
 def read_metadata(path: str | os.PathLike) -> dict:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from rollout_equality.baseline import COLUMNS as BASELINE_COLUMNS
 from rollout_equality.io import atomic_path, require_paths, write_text
+from rollout_equality.paths import SUITE_TABLES
 
 
 def read_baseline(path: str | os.PathLike) -> pd.DataFrame:
@@ -144,6 +145,14 @@ def _wilson_rows(groups, keys: list[str]) -> list[dict]:
     return rows
 
 
+def with_seeds(rates: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
+    """``rates`` (keyed by model and data set) with the records' ``seed`` column: the run's seed, <NA> for models
+    that have none (:func:`rollout_equality.records.run_seeds`)."""
+    from rollout_equality.records import run_seeds
+
+    return rates.merge(run_seeds(records), on=["model", "dataset"], how="left").astype({"seed": "Int64"})
+
+
 def model_rates(records: pd.DataFrame) -> pd.DataFrame:
     """Per (model, dataset, token set) over all input-layer pairs: rate, Wilson 95% interval, agreement."""
     keys = ["model", "dataset", "token_set"]
@@ -242,8 +251,8 @@ def _pooled_ftt_row(claim: str, subject: str, paper: str, sel: pd.DataFrame, low
 
     k, n = int(sel["holds"].sum()), int(sel["pairs"].sum())
     ci_low, ci_high = wilson_interval(k, n)
-    seeds = sel.sort_values("model")
-    spread = ", ".join(f"{m.removeprefix('ftt_')}: {r:.1%}" for m, r in zip(seeds["model"], seeds["rate"]))
+    seeds = sel.sort_values("seed")
+    spread = ", ".join(f"seed{s}: {r:.1%}" for s, r in zip(seeds["seed"], seeds["rate"]))
     return {
         "claim": claim,
         "subject": f"{subject} on {sel['dataset'].iloc[0]} ({len(sel)} seeds pooled)",
@@ -279,8 +288,8 @@ def claims(
     """Each number of the abstract beside ours: reproduced (our Wilson interval meets the claimed
     range), not reproduced, or not run (with the reason).
 
-    rates: :func:`model_rates` of every records file of the run; FT-Transformer records
-    (models ``ftt_seed<N>``) count for the claim ``ftt:<table>``, all seeds of a table pooled in one row
+    rates: :func:`model_rates` of every records file of the run with the runs' ``seed``
+    (:func:`with_seeds`); FT-Transformer records (a seed) count for the claim ``ftt:<table>``, all seeds of a table pooled in one row
     (the per-seed rates in its note). ``ablation``: the recipe ablation's summary
     (:func:`rollout_equality.ablation.ablation_tables`), shown as one more FT-Transformer row whose status
     is ``recipe-dependent``: the range of the rate across the recipe's settings.
@@ -316,11 +325,7 @@ def claims(
         for subject in subjects:
             if subject.startswith("ftt:"):
                 table = subject.removeprefix("ftt:")
-                sel = rates[
-                    (rates["dataset"] == table)
-                    & rates["model"].str.startswith("ftt_seed")
-                    & (rates["token_set"] == token_set)
-                ]
+                sel = rates[(rates["dataset"] == table) & rates["seed"].notna() & (rates["token_set"] == token_set)]
             else:
                 sel = rates[(rates["model"] == subject) & (rates["token_set"] == token_set)]
             if sel.empty:
@@ -440,28 +445,13 @@ def depth_profile(depth: pd.DataFrame) -> pd.DataFrame:
 
 def ftt_table(scores: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
     """FT-Transformer per table and seed: test score, published value, condition rate on content / all tokens."""
-    r = rates[rates["model"].str.startswith("ftt_seed")].assign(
-        seed=lambda d: d["model"].str.removeprefix("ftt_seed").astype(int)
-    )
+    r = rates[rates["seed"].notna()].astype({"seed": int})
     wide = r.pivot_table(index=["dataset", "seed"], columns="token_set", values="rate")
     wide = wide.reindex(columns=["content", "all"]).reset_index()
     out = scores[["dataset", "seed", "metric", "test", "published"]].merge(wide, on=["dataset", "seed"], how="left")
     return out[["dataset", "seed", "metric", "test", "published", "content", "all"]]
 
 
-CSV_TABLES = ("claims", "rates", "depth", "rollout", "ftt")
-SUITE_TABLES = (
-    *CSV_TABLES,
-    *(f"html_{k}" for k in CSV_TABLES),
-    "tex_claims",
-    "tex_rates",
-    "tex_depth",
-    "tex_rollout",
-    "tex_ftt",
-    "tex_macros",
-)
-"""The files :func:`write_suite_tables` writes, by key: CSV tables, their HTML pages (for the report), the LaTeX
-tables and the macros."""
 TABLE_TITLES = {
     "claims": "The abstract's claims beside ours",
     "rates": "Rates per model (all input-layer pairs)",
@@ -493,7 +483,7 @@ def write_suite_tables(
     baseline = read_baseline(baseline_csv) if baseline_csv else None
     rates, depth, summary = model_rates(layer), depth_rates(layer), rollout_summary(ro)
     ablation = pd.read_csv(ablation_csv) if ablation_csv else None
-    claim_table = claims(rates, baseline, depth, ablation)
+    claim_table = claims(with_seeds(rates, layer), baseline, depth, ablation)
     for key, df in (("rates", rates), ("depth", depth), ("rollout", summary), ("claims", claim_table)):
         write_csv(df, out[key])
         write_html(df, out[f"html_{key}"], TABLE_TITLES[key])
@@ -519,7 +509,7 @@ def write_suite_tables(
     write_latex(claim_table, out["tex_claims"], "records and the random baseline", column_format="p{4.2cm}p{3.2cm}llll")
     write_latex(depth_profile(depth), out["tex_depth"], "records", column_format="lllp{7cm}")
     ftt = (
-        ftt_table(ftt_scores(metrics_files), rates)
+        ftt_table(ftt_scores(metrics_files), with_seeds(rates, layer))
         if metrics_files
         else pd.DataFrame(columns=["dataset", "seed", "metric", "test", "published", "content", "all"])
     )

@@ -44,10 +44,11 @@ import pandas as pd
 
 from rollout_equality.data import sha256_bytes
 from rollout_equality.io import atomic_path, resolve_path, write_json
+from rollout_equality.paths import TABLE_RAW
+from rollout_equality.schema import choices
 
 log = logging.getLogger(__name__)
 
-TASKS = ("regression", "binclass", "multiclass")
 MISSING_CATEGORY = "<missing>"
 SOURCE_TEST_ROWS = "source_test_rows"
 """``DataFrame.attrs`` key (and Parquet metadata key) of how many last rows are the source's own test rows."""
@@ -59,7 +60,7 @@ class TableUnavailableError(RuntimeError):
 
 def _table_ways_out(name: str, cache_dir: str | os.PathLike) -> str:
     return (
-        f"Ways out: run `snakemake resources/tabular/{name}/raw.parquet` (or `snakemake download`) where the "
+        f"Ways out: run `snakemake {TABLE_RAW.format(tabular=name)}` (or `snakemake download`) where the "
         f"server is reachable (the cache under {cache_dir} travels with the project directory); or use a `csv:` "
         "source with a local copy; or run the offline suite (`snakemake --cores 2 offline`)."
     )
@@ -265,10 +266,6 @@ def _handle_missing(
     return X.reset_index(drop=True), y.reset_index(drop=True), source_test
 
 
-QUANTILE_NOISE = ("reference", "relative", "none")
-CATEGORIES = ("train", "all_rows")
-
-
 def _numerical(
     cont: np.ndarray, parts: dict[str, np.ndarray], seed: int, n_quantiles: int | str, noise: str
 ) -> dict[str, np.ndarray]:
@@ -285,7 +282,7 @@ def _numerical(
     elif noise == "none":
         fit = train
     else:
-        raise ValueError(f"quantile_noise must be one of {QUANTILE_NOISE}; got {noise!r}")
+        raise ValueError(f"quantile_noise must be one of {choices('$defs', 'quantile_noise')}; got {noise!r}")
     qt = QuantileTransformer(
         output_distribution="normal",
         n_quantiles=max(min(len(train) // 30, 1000), 10) if n_quantiles == "auto" else min(n_quantiles, len(train)),
@@ -310,7 +307,7 @@ def _categorical(
             cardinalities.append(len(uniques))
         return {f"x_cat_{part}": codes[idx] for part, idx in parts.items()}, cardinalities
     if categories != "train":
-        raise ValueError(f"categories must be one of {CATEGORIES}; got {categories!r}")
+        raise ValueError(f"categories must be one of {choices('$defs', 'categories')}; got {categories!r}")
     from sklearn.preprocessing import OrdinalEncoder
 
     enc = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1).fit(cat[parts["train"]])
@@ -365,8 +362,12 @@ def prepare_tabular(
     may say how many last rows are the source's own test rows (``split`` ``test: source``).
     """
     task, missing = spec["task"], spec["missing"]
-    if task not in TASKS:
-        raise ValueError(f"tabular data set {name!r}: task must be one of {TASKS}; got {task!r}")
+    if task not in (
+        tasks := choices(
+            "properties", "tabular", "properties", "datasets", "additionalProperties", "properties", "task"
+        )
+    ):
+        raise ValueError(f"tabular data set {name!r}: task must be one of {tasks}; got {task!r}")
     if target not in raw.columns:
         raise ValueError(
             f"tabular data set {name!r}: target column {target!r} not found; columns are {list(raw.columns)}"

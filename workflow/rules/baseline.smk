@@ -7,7 +7,7 @@ rule random_baseline:
     benchmark:
         "results/benchmarks/random_baseline.tsv"
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     threads: 8  # Snakemake lowers it to --cores on a smaller machine; a cluster profile sets its own
     resources:
         mem_mb=2000,

@@ -24,107 +24,45 @@ ALBERT_SUITES = config["dynamics"]["albert"]["suites"]
 check_references(config)
 
 
-# --- where every file goes: each path template is stated once, here --------------------------------
+# --- where every file goes: rollout_equality.paths states each path template and output key once ---------
 # Rules use them as outputs and inputs; the target lists below fill them in.
-
-MODEL_INFO = "resources/models/{model}/model.json"
-DATA_MANIFEST = "resources/data/{dataset}/manifest.json"
-TABLE_RAW = "resources/tabular/{tabular}/raw.parquet"
-TABLE_DATA = "resources/tabular/{tabular}/data.npz"
-TABLE_MANIFEST = "resources/tabular/{tabular}/manifest.json"
-DOWNLOAD_CACHE = "resources/cache"  # OpenML's and scikit-learn's caches, in their own layouts
-SOURCES_CHECK = "results/sources/check.tsv"  # the preflight of every network source (temporary)
-
-RECORDS = "results/records/{model}/{dataset}.parquet"
-ROLLOUT = "results/records/{model}/{dataset}.rollout.parquet"
-DUMP = "results/attention/{model}/{dataset}.npz"
-SUMMARY = "results/summaries/{model}/{dataset}.csv"
-
-FTT_MODEL = "results/ftt/{tabular}/seed{seed}/model.pt"
-FTT_METRICS = "results/ftt/{tabular}/seed{seed}/metrics.json"
-FTT_RECORDS = "results/records/ftt/{tabular}/seed{seed}.parquet"
-FTT_ROLLOUT = "results/records/ftt/{tabular}/seed{seed}.rollout.parquet"
-FTT_SUMMARY = "results/summaries/ftt/{tabular}/seed{seed}.csv"
-FTT_SCORES = "results/tables/{suite}/ftt_scores.csv"
-FTT_ABLATION = {  # what write_ftt_ablation writes (rollout_equality.tables, .figures)
-    "summary": "results/tables/ftt_ablation/summary.csv",
-    "layers": "results/tables/ftt_ablation/layers.csv",
-    "html": "results/tables/ftt_ablation/summary.html",
-    "tex": "paper/tables/ftt_ablation.tex",
-    "pdf": "paper/figures/ftt_ablation.pdf",
-    "png": "paper/figures/ftt_ablation.png",
-}
-FTT_ABLATION_SECTION = "paper/tables/{suite}/ftt_ablation_section.tex"
-
-BASELINE_CSV = "results/baseline/random_baseline.csv"
-BASELINE_TEX = "paper/tables/baseline.tex"
-BASELINE_FIGURE = "paper/figures/baseline_rate.{ext}"
-
-SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
-    "claims": "results/tables/{suite}/claims.csv",
-    "rates": "results/tables/{suite}/model_rates.csv",
-    "depth": "results/tables/{suite}/depth_rates.csv",
-    "rollout": "results/tables/{suite}/rollout_summary.csv",
-    "ftt": "results/tables/{suite}/ftt.csv",
-    **{
-        f"html_{key}": f"results/tables/{{suite}}/{name}.html"
-        for key, name in (
-            ("claims", "claims"),
-            ("rates", "model_rates"),
-            ("depth", "depth_rates"),
-            ("rollout", "rollout_summary"),
-            ("ftt", "ftt"),
-        )
-    },
-    "tex_claims": "paper/tables/{suite}/claims.tex",
-    "tex_rates": "paper/tables/{suite}/model_rates.tex",
-    "tex_depth": "paper/tables/{suite}/depth_rates.tex",
-    "tex_rollout": "paper/tables/{suite}/rollout_summary.tex",
-    "tex_ftt": "paper/tables/{suite}/ftt.tex",
-    "tex_macros": "paper/tables/{suite}/macros.tex",
-}
-SUITE_FIGURES = {  # what write_suite_figures draws (rollout_equality.figures)
-    f"{name}_{ext}": f"paper/figures/{{suite}}/{name}.{ext}"
-    for name in ("depth", "slack", "rollout", "heatmap")
-    for ext in ("pdf", "png")
-}
-PAPER_PDF = "paper/suite-{suite}.pdf"
-
-SIMULATIONS = {  # what simulate_dynamics writes (rollout_equality.dynamics.report)
-    name: f"results/dynamics/simulations/{name}.{ext}"
-    for name, ext in (
-        ("trajectory", "csv"),
-        ("stability", "csv"),
-        ("basin", "csv"),
-        ("beta_sweep", "csv"),
-        ("info", "json"),
-        ("tokens", "npz"),
-    )
-}
-SIMULATION_REPORT = {
-    "summary": "results/tables/dynamics/simulations.csv",
-    "summary_html": "results/tables/dynamics/simulations.html",
-    "stability": "paper/tables/dynamics/stability.tex",
-    "basin": "paper/tables/dynamics/basin.tex",
-    "sweep": "paper/tables/dynamics/beta_sweep.tex",
-}
-SIMULATION_FIGURE = "paper/figures/dynamics/{name}.{ext}"
-ALBERT_RECORDS = "results/dynamics/albert/{model}/{dataset}.parquet"
-ALBERT_INFO = "results/dynamics/albert/{model}/{dataset}.json"
-ALBERT_REPORT = {
-    "steps": "results/tables/dynamics/{suite}/albert_steps.csv",
-    "steps_html": "results/tables/dynamics/{suite}/albert_steps.html",
-    "tex": "paper/tables/dynamics/{suite}/albert.tex",
-    "pdf": "paper/figures/dynamics/{suite}/albert.pdf",
-    "png": "paper/figures/dynamics/{suite}/albert.png",
-}
-
-
-SIMULATION_FIGURES = {
-    f"{name}_{ext}": SIMULATION_FIGURE.format(name=name, ext=ext)
-    for name in ("consensus", "bipartite", "multihead", "asymmetric", "basin")
-    for ext in ("pdf", "png")
-}
+from rollout_equality.paths import (
+    ALBERT_INFO,
+    ALBERT_RECORDS,
+    ALBERT_REPORT,
+    BASELINE_CSV,
+    BASELINE_FIGURE,
+    BASELINE_TEX,
+    DATA_MANIFEST,
+    DOWNLOAD_CACHE,
+    DUMP,
+    FIGURE_NAMES,
+    FTT_ABLATION,
+    FTT_ABLATION_SECTION,
+    FTT_METRICS,
+    FTT_MODEL,
+    FTT_RECORDS,
+    FTT_ROLLOUT,
+    FTT_SCORES,
+    FTT_SUMMARY,
+    MODEL_INFO,
+    PAPER_MAIN,
+    PAPER_PDF,
+    RECORDS,
+    ROLLOUT,
+    SIMULATIONS,
+    SIMULATION_FIGURE,
+    SIMULATION_FIGURES,
+    SIMULATION_REPORT,
+    SOURCES_CHECK,
+    SUITE_FIGURES,
+    SUITE_TABLES,
+    SUMMARY,
+    TABLE_DATA,
+    TABLE_MANIFEST,
+    TABLE_NAMES,
+    TABLE_RAW,
+)
 
 
 def reported(paths, captions):
@@ -135,8 +73,8 @@ def reported(paths, captions):
     return reported_paths
 
 
-TABLE_CAPTIONS = {f"html_{key}": ("tables.rst", "Tables") for key in ("claims", "rates", "depth", "rollout", "ftt")}
-FIGURE_CAPTIONS = {f"{name}_png": (f"{name}.rst", "Figures") for name in ("depth", "slack", "rollout", "heatmap")}
+TABLE_CAPTIONS = {f"html_{key}": ("tables.rst", "Tables") for key in TABLE_NAMES}
+FIGURE_CAPTIONS = {f"{name}_png": (f"{name}.rst", "Figures") for name in FIGURE_NAMES}
 
 
 def albert_run(suite, template):
@@ -257,5 +195,5 @@ OFFLINE_TARGETS = BASELINE_TARGETS + suite_targets("offline")
 def paper_reads(suite):
     """The generated tables and figures paper/main.tex reads for ``suite``, from its own \\input and
     \\includegraphics lines (rollout_equality.paper.inputs): a changed table rebuilds the PDF."""
-    main = Path("paper/main.tex")
+    main = Path(PAPER_MAIN)
     return paper.inputs(main, suite) if main.exists() else []

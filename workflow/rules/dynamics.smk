@@ -9,7 +9,7 @@ rule simulate_dynamics:
     log:
         "results/logs/simulate_dynamics.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     params:
         specs=config["dynamics"]["simulations"],
         seed=config["dynamics"]["seed"],
@@ -29,7 +29,7 @@ rule report_simulations:
     log:
         "results/logs/report_simulations.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     script:
         "../scripts/report_simulations.py"
 
@@ -47,7 +47,7 @@ rule unroll_albert:
     benchmark:
         "results/benchmarks/unroll_albert/{model}/{dataset}.tsv"
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     threads: 2
     resources:
         mem_mb=8000,
@@ -68,7 +68,7 @@ rule report_albert:
     log:
         "results/logs/report_albert/{suite}.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     params:
         table_steps=config["dynamics"]["albert"]["table_steps"],
     script:

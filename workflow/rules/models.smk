@@ -30,7 +30,7 @@ rule prepare_model:
     log:
         "results/logs/prepare_model/{model}.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     params:
         spec=lambda w: config["models"][w.model],
     script:
@@ -46,7 +46,7 @@ rule prepare_data:
     log:
         "results/logs/prepare_data/{dataset}.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     params:
         spec=lambda w: config["datasets"][w.dataset],
     script:
@@ -67,7 +67,7 @@ rule measure:
     benchmark:
         "results/benchmarks/measure/{model}/{dataset}.tsv"
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     threads: 2
     resources:
         mem_mb=16000,
@@ -88,7 +88,7 @@ rule summarise_records:
     log:
         "results/logs/summarise_records/{model}/{dataset}.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     script:
         "../scripts/summarise_records.py"
 

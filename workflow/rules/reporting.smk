@@ -7,7 +7,7 @@ rule write_baseline_latex:
     log:
         "results/logs/write_baseline_latex.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     script:
         "../scripts/write_baseline_latex.py"
 
@@ -22,7 +22,7 @@ rule write_baseline_figure:
     log:
         "results/logs/write_baseline_figure.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     script:
         "../scripts/write_baseline_figure.py"
 
@@ -40,7 +40,7 @@ rule write_suite_tables:
     log:
         "results/logs/write_suite_tables/{suite}.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     script:
         "../scripts/write_suite_tables.py"
 
@@ -56,7 +56,7 @@ rule write_suite_figures:
     log:
         "results/logs/write_suite_figures/{suite}.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     params:
         heatmaps=lambda w: heatmap_count(w.suite),
     script:
@@ -66,13 +66,13 @@ rule write_suite_figures:
 rule build_paper:
     """paper/main.tex → paper/suite-<suite>.pdf with latexmk (says how to install TeX when it is missing)."""
     input:
-        main="paper/main.tex",
+        main=PAPER_MAIN,
         reads=lambda w: paper_reads(w.suite),
     output:
         PAPER_PDF,
     log:
         "results/logs/build_paper/{suite}.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     script:
         "../scripts/build_paper.py"

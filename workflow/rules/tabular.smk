@@ -11,7 +11,7 @@ rule fetch_table:
     log:
         "results/logs/fetch_table/{tabular}.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     params:
         spec=lambda w: {"source": TABLES[w.tabular]["source"]},
         cache=DOWNLOAD_CACHE,
@@ -29,7 +29,7 @@ rule prepare_tabular:
     log:
         "results/logs/prepare_tabular/{tabular}.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     params:
         spec=lambda w: table_preparation(w.tabular),
     script:
@@ -49,8 +49,8 @@ rule train_ftt:
     benchmark:
         "results/benchmarks/train_ftt/{tabular}/seed{seed}.tsv"
     conda:
-        "../../envs/torch.yaml"
-    threads: 2
+        "../../envs/workflow.yaml"
+    threads: lambda w: TABLES[w.tabular]["training"]["threads"]  # the scheduler's share; torch uses exactly these
     resources:
         mem_mb=8000,
         gpu=lambda w: 0 if config["tabular"]["training"]["device"] == "cpu" else 1,
@@ -75,11 +75,11 @@ rule measure_ftt:
     log:
         "results/logs/measure_ftt/{tabular}/seed{seed}.log",
     conda:
-        "../../envs/torch.yaml"
-    threads: 2
+        "../../envs/workflow.yaml"
+    threads: lambda w: TABLES[w.tabular]["training"]["threads"]
     params:
         n_inputs=config["tabular"]["n_inputs"],
-        device=config["tabular"]["training"]["device"],
+        training=lambda w: TABLES[w.tabular]["training"],
         condition=config["condition"],
     script:
         "../scripts/measure_ftt.py"
@@ -94,7 +94,7 @@ rule write_ftt_scores:
     log:
         "results/logs/write_ftt_scores/{suite}.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     script:
         "../scripts/write_ftt_scores.py"
 
@@ -111,7 +111,7 @@ rule write_ftt_ablation:
     log:
         "results/logs/write_ftt_ablation.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     params:
         settings=lambda w: {t: e for t, e in TABLES.items() if "ablation" in e},
     script:
@@ -127,7 +127,7 @@ rule write_ftt_ablation_section:
     log:
         "results/logs/write_ftt_ablation_section/{suite}.log",
     conda:
-        "../../envs/core.yaml"
+        "../../envs/workflow.yaml"
     params:
         table=ABLATION["table"] if ABLATION else None,
     script:

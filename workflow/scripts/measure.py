@@ -1,20 +1,16 @@
 """rule measure → rollout_equality.measure.measure"""
 
-import os
 from pathlib import Path
 
-# Compute jobs never reach the hub: models and data were prepared by local rules.
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["HF_DATASETS_OFFLINE"] = "1"
-os.environ["NUMBA_NUM_THREADS"] = str(snakemake.threads)
+import _checkout  # noqa: F401  (this checkout's library first)
 
-import _checkout  # noqa: F401,E402  (this checkout's library first)
-import torch  # noqa: E402
+from rollout_equality.job import prelude
 
-from rollout_equality.io import logging_to  # noqa: E402
-from rollout_equality.measure import measure, read_model_info  # noqa: E402
+prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
-torch.set_num_threads(snakemake.threads)
+from rollout_equality.io import logging_to
+from rollout_equality.measure import measure, read_model_info
+
 with logging_to(snakemake.log[0]):
     ex, cond, w = snakemake.params.extraction, snakemake.params.condition, snakemake.wildcards
     measure(

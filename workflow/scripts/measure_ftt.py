@@ -1,17 +1,15 @@
 """rule measure_ftt → rollout_equality.ftt.measure_ftt"""
 
-import os
+import _checkout  # noqa: F401  (this checkout's library first)
 
-os.environ["NUMBA_NUM_THREADS"] = str(snakemake.threads)
+from rollout_equality.job import prelude
 
-import _checkout  # noqa: F401,E402  (this checkout's library first)
-import torch  # noqa: E402
+prelude(snakemake.params.training["threads"])  # offline, thread counts: before the library's imports
 
-from rollout_equality.extract import resolve_device  # noqa: E402
-from rollout_equality.ftt import measure_ftt  # noqa: E402
-from rollout_equality.io import logging_to  # noqa: E402
+from rollout_equality.extract import resolve_device
+from rollout_equality.ftt import measure_ftt
+from rollout_equality.io import logging_to
 
-torch.set_num_threads(snakemake.threads)
 with logging_to(snakemake.log[0]):
     cond, inp, out = snakemake.params.condition, snakemake.input, snakemake.output
     measure_ftt(
@@ -21,9 +19,8 @@ with logging_to(snakemake.log[0]):
         inp.metrics,
         out.records,
         out.rollout,
-        model_name=f"ftt_seed{snakemake.wildcards.seed}",
         n_inputs=snakemake.params.n_inputs,
-        device=resolve_device(snakemake.params.device),
+        device=resolve_device(snakemake.params.training["device"]),
         atol=cond["atol"],
         row_sum_atol=cond["row_sum_atol"],
     )

@@ -1,14 +1,14 @@
 """rule random_baseline → rollout_equality.baseline.random_baseline"""
 
-import os
+import _checkout  # noqa: F401  (this checkout's library first)
 
-os.environ["NUMBA_NUM_THREADS"] = str(snakemake.threads)  # before numba is imported
+from rollout_equality.job import prelude
 
-import _checkout  # noqa: F401,E402  (this checkout's library first)
+prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
-from rollout_equality.baseline import random_baseline  # noqa: E402
-from rollout_equality.io import logging_to  # noqa: E402
-from rollout_equality.tables import write_csv  # noqa: E402
+from rollout_equality.baseline import random_baseline
+from rollout_equality.io import logging_to
+from rollout_equality.tables import write_csv
 
 with logging_to(snakemake.log[0]):
     p = snakemake.params

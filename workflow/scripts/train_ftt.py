@@ -1,17 +1,15 @@
 """rule train_ftt → rollout_equality.ftt.train_ftt"""
 
-import os
+import _checkout  # noqa: F401  (this checkout's library first)
 
-os.environ["NUMBA_NUM_THREADS"] = str(snakemake.threads)
+from rollout_equality.job import prelude
 
-import _checkout  # noqa: F401,E402  (this checkout's library first)
-import torch  # noqa: E402
+prelude(snakemake.params.training["threads"])  # offline, thread counts: before the library's imports
 
-from rollout_equality.extract import resolve_device  # noqa: E402
-from rollout_equality.ftt import train_ftt  # noqa: E402
-from rollout_equality.io import logging_to  # noqa: E402
+from rollout_equality.extract import resolve_device
+from rollout_equality.ftt import train_ftt
+from rollout_equality.io import logging_to
 
-torch.set_num_threads(snakemake.threads)
 with logging_to(snakemake.log[0]):
     t, inp, out = snakemake.params.training, snakemake.input, snakemake.output
     train_ftt(

@@ -1,19 +1,15 @@
 """rule unroll_albert → rollout_equality.dynamics.albert.unroll_albert"""
 
-import os
+import _checkout  # noqa: F401  (this checkout's library first)
 
-# Compute jobs never reach the hub: models and data were prepared by local rules.
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["NUMBA_NUM_THREADS"] = str(snakemake.threads)
+from rollout_equality.job import prelude
 
-import _checkout  # noqa: F401,E402  (this checkout's library first)
-import torch  # noqa: E402
+prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
-from rollout_equality.dynamics.albert import unroll_albert  # noqa: E402
-from rollout_equality.io import logging_to  # noqa: E402
-from rollout_equality.measure import read_model_info  # noqa: E402
+from rollout_equality.dynamics.albert import unroll_albert
+from rollout_equality.io import logging_to
+from rollout_equality.measure import read_model_info
 
-torch.set_num_threads(snakemake.threads)
 with logging_to(snakemake.log[0]):
     albert, cond = snakemake.params.albert, snakemake.params.condition
     unroll_albert(

@@ -2,6 +2,10 @@
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
+from rollout_equality.job import prelude
+
+prelude(snakemake.threads)  # offline, thread counts: before the library's imports
+
 from rollout_equality.ablation import ablation_section
 from rollout_equality.io import logging_to
 

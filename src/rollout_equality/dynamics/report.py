@@ -13,12 +13,10 @@ import pandas as pd
 
 from rollout_equality.dynamics.consensus import EXPERIMENTS, run_experiment, split_share
 from rollout_equality.io import atomic_path, progress, require_paths, write_json
+from rollout_equality.paths import ALBERT_REPORT, SIMULATION_FIGURES, SIMULATION_REPORT
+from rollout_equality.paths import SIMULATIONS as SIMULATION_FILES  # the files simulate_dynamics writes, by key
 from rollout_equality.tables import write_csv, write_html, write_latex
 
-SIMULATION_FILES = ("trajectory", "stability", "basin", "beta_sweep", "info", "tokens")
-"""The files :func:`simulate_dynamics` writes, by key (CSV tables, info.json, tokens.npz)."""
-SIMULATION_REPORT = ("summary", "summary_html", "stability", "basin", "sweep")
-"""The tables :func:`report_simulations` writes, by key (the summary CSV, three LaTeX tables)."""
 BETA_SWEEP_COLUMNS = ["beta", "spectral_radius", "stable", "basin_radius", "uniform_bipartite"]
 
 
@@ -92,7 +90,7 @@ def report_simulations(sim: Mapping[str, str | os.PathLike], out: Mapping[str, s
     require_paths(sim, SIMULATION_FILES, "report_simulations")
     require_paths(
         out,
-        [*SIMULATION_REPORT, *(f"{n}_{e}" for n in (*EXPERIMENTS, "basin") for e in ("pdf", "png"))],
+        [*SIMULATION_REPORT, *SIMULATION_FIGURES],
         "report_simulations",
     )
     info = json.loads(Path(sim["info"]).read_text())
@@ -209,7 +207,7 @@ def report_albert(records_path, info_path, out: Mapping[str, str | os.PathLike],
     from rollout_equality import figures
     from rollout_equality.dynamics.albert import summarise
 
-    require_paths(out, ("steps", "steps_html", "tex", "pdf", "png"), "report_albert")
+    require_paths(out, ALBERT_REPORT, "report_albert")
     records = pd.read_parquet(records_path)
     info = json.loads(Path(info_path).read_text())
     steps = summarise(records)

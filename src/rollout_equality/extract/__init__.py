@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rollout_equality.schema import choices
+
 
 class Extractor(Protocol):
     n_layers: int
@@ -43,9 +45,6 @@ def resolve_device(device: str) -> str:
     return device
 
 
-IMAGE_BACKENDS = ("pil", "torchvision")
-
-
 def load(info: dict, device: str = "cpu", max_tokens: int | None = None, image_backend: str = "pil") -> Extractor:
     """An extractor for the model described by ``info`` (the contents of its ``model.json``).
 
@@ -56,8 +55,8 @@ def load(info: dict, device: str = "cpu", max_tokens: int | None = None, image_b
     what was used, for the records' provenance.
     """
     device = resolve_device(device)
-    if image_backend not in IMAGE_BACKENDS:
-        raise ValueError(f"image_backend must be one of {IMAGE_BACKENDS}; got {image_backend!r}")
+    if image_backend not in (backends := choices("properties", "extraction", "properties", "image_backend")):
+        raise ValueError(f"image_backend must be one of {backends}; got {image_backend!r}")
     from rollout_equality.models import random_seed
 
     if info["backend"] == "transformers":

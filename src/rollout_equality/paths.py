@@ -1,0 +1,117 @@
+"""Where every file of the workflow goes: each path template and each rule's output keys, stated once.
+
+workflow/rules/common.smk builds the rules' inputs and outputs from these (``{model}``, ``{dataset}``,
+``{tabular}``, ``{seed}``, ``{suite}`` are Snakemake wildcards, filled in with ``str.format`` for the target
+lists); the library never types a path: it writes where the rule tells it, and checks the output keys it is
+given against the dictionaries below (:func:`rollout_equality.io.require_paths`). Paths are relative to the
+working directory of the run. tests/test_paths.py keeps ``resources/`` and ``results/`` out of every other
+module of the library.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+RESOURCES = "resources"
+RESULTS = "results"
+PAPER = "paper"  # paper/main.tex and what it reads; \input and \includegraphics paths are relative to it
+
+# --- local rules: downloads and prepared inputs ----------------------------------------------------------
+MODELS = f"{RESOURCES}/models"
+MODEL_INFO = f"{MODELS}/{{model}}/model.json"
+DATA_MANIFEST = f"{RESOURCES}/data/{{dataset}}/manifest.json"
+TABLE_RAW = f"{RESOURCES}/tabular/{{tabular}}/raw.parquet"
+TABLE_DATA = f"{RESOURCES}/tabular/{{tabular}}/data.npz"
+TABLE_MANIFEST = f"{RESOURCES}/tabular/{{tabular}}/manifest.json"
+DOWNLOAD_CACHE = f"{RESOURCES}/cache"  # OpenML's and scikit-learn's caches, in their own layouts
+SOURCES_CHECK = f"{RESULTS}/sources/check.tsv"  # the preflight of every network source (temporary)
+
+# --- measurement ---------------------------------------------------------------------------------------
+RECORDS = f"{RESULTS}/records/{{model}}/{{dataset}}.parquet"
+ROLLOUT = f"{RESULTS}/records/{{model}}/{{dataset}}.rollout.parquet"
+DUMP = f"{RESULTS}/attention/{{model}}/{{dataset}}.npz"
+SUMMARY = f"{RESULTS}/summaries/{{model}}/{{dataset}}.csv"
+
+FTT_MODEL = f"{RESULTS}/ftt/{{tabular}}/seed{{seed}}/model.pt"
+FTT_METRICS = f"{RESULTS}/ftt/{{tabular}}/seed{{seed}}/metrics.json"
+FTT_RECORDS = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.parquet"
+FTT_ROLLOUT = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.rollout.parquet"
+FTT_SUMMARY = f"{RESULTS}/summaries/ftt/{{tabular}}/seed{{seed}}.csv"
+
+# --- tables and figures --------------------------------------------------------------------------------
+FTT_SCORES = f"{RESULTS}/tables/{{suite}}/ftt_scores.csv"
+FTT_ABLATION = {  # what write_ftt_ablation writes (rollout_equality.ablation)
+    "summary": f"{RESULTS}/tables/ftt_ablation/summary.csv",
+    "layers": f"{RESULTS}/tables/ftt_ablation/layers.csv",
+    "html": f"{RESULTS}/tables/ftt_ablation/summary.html",
+    "tex": f"{PAPER}/tables/ftt_ablation.tex",
+    "pdf": f"{PAPER}/figures/ftt_ablation.pdf",
+    "png": f"{PAPER}/figures/ftt_ablation.png",
+}
+FTT_ABLATION_SECTION = f"{PAPER}/tables/{{suite}}/ftt_ablation_section.tex"
+
+BASELINE_CSV = f"{RESULTS}/baseline/random_baseline.csv"
+BASELINE_TEX = f"{PAPER}/tables/baseline.tex"
+BASELINE_FIGURE = f"{PAPER}/figures/baseline_rate.{{ext}}"
+
+TABLE_NAMES = {
+    "claims": "claims",
+    "rates": "model_rates",
+    "depth": "depth_rates",
+    "rollout": "rollout_summary",
+    "ftt": "ftt",
+}
+"""The suite tables by key: CSV and HTML under results/tables/<suite>/, LaTeX under paper/tables/<suite>/."""
+SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
+    **{key: f"{RESULTS}/tables/{{suite}}/{name}.csv" for key, name in TABLE_NAMES.items()},
+    **{f"html_{key}": f"{RESULTS}/tables/{{suite}}/{name}.html" for key, name in TABLE_NAMES.items()},
+    **{f"tex_{key}": f"{PAPER}/tables/{{suite}}/{name}.tex" for key, name in TABLE_NAMES.items()},
+    "tex_macros": f"{PAPER}/tables/{{suite}}/macros.tex",
+}
+FIGURE_NAMES = ("depth", "slack", "rollout", "heatmap")
+SUITE_FIGURES = {  # what write_suite_figures draws (rollout_equality.figures)
+    f"{name}_{ext}": f"{PAPER}/figures/{{suite}}/{name}.{ext}" for name in FIGURE_NAMES for ext in ("pdf", "png")
+}
+PAPER_MAIN = f"{PAPER}/main.tex"
+PAPER_PDF = f"{PAPER}/suite-{{suite}}.pdf"  # built beside main.tex from a driver suite-<suite>.tex
+
+# --- the dynamics study --------------------------------------------------------------------------------
+SIMULATIONS = {  # what simulate_dynamics writes (rollout_equality.dynamics.report)
+    name: f"{RESULTS}/dynamics/simulations/{name}.{ext}"
+    for name, ext in (
+        ("trajectory", "csv"),
+        ("stability", "csv"),
+        ("basin", "csv"),
+        ("beta_sweep", "csv"),
+        ("info", "json"),
+        ("tokens", "npz"),
+    )
+}
+SIMULATION_REPORT = {  # what report_simulations writes beside the figures
+    "summary": f"{RESULTS}/tables/dynamics/simulations.csv",
+    "summary_html": f"{RESULTS}/tables/dynamics/simulations.html",
+    "stability": f"{PAPER}/tables/dynamics/stability.tex",
+    "basin": f"{PAPER}/tables/dynamics/basin.tex",
+    "sweep": f"{PAPER}/tables/dynamics/beta_sweep.tex",
+}
+SIMULATION_FIGURE = f"{PAPER}/figures/dynamics/{{name}}.{{ext}}"
+SIMULATION_FIGURE_NAMES = ("consensus", "bipartite", "multihead", "asymmetric", "basin")
+SIMULATION_FIGURES = {
+    f"{name}_{ext}": SIMULATION_FIGURE.format(name=name, ext=ext)
+    for name in SIMULATION_FIGURE_NAMES
+    for ext in ("pdf", "png")
+}
+ALBERT_RECORDS = f"{RESULTS}/dynamics/albert/{{model}}/{{dataset}}.parquet"
+ALBERT_INFO = f"{RESULTS}/dynamics/albert/{{model}}/{{dataset}}.json"
+ALBERT_REPORT = {  # what report_albert writes
+    "steps": f"{RESULTS}/tables/dynamics/{{suite}}/albert_steps.csv",
+    "steps_html": f"{RESULTS}/tables/dynamics/{{suite}}/albert_steps.html",
+    "tex": f"{PAPER}/tables/dynamics/{{suite}}/albert.tex",
+    "pdf": f"{PAPER}/figures/dynamics/{{suite}}/albert.pdf",
+    "png": f"{PAPER}/figures/dynamics/{{suite}}/albert.png",
+}
+
+
+def in_paper(path: str) -> str:
+    """``path`` (under paper/) as main.tex's ``\\input`` / ``\\includegraphics`` name it: relative, no suffix."""
+    return str(PurePosixPath(path).relative_to(PAPER).with_suffix(""))
