@@ -121,8 +121,9 @@ def float64_sweep() -> Iterator[None]:
         _float64_only = previous
 
 
-def _screened() -> bool:
-    return not _float64_only
+def _screened(n: int) -> bool:
+    """Whether (n, n) matrices go through the screened kernels (smaller ones gain nothing from it)."""
+    return not _float64_only and n >= _kernels.SCREEN_MIN_N
 
 
 def _screen_limits() -> tuple[float, int]:
@@ -260,7 +261,7 @@ def _kappa_cpu(M: np.ndarray, row_sum_atol: float, work: np.ndarray | None = Non
     flat = M.reshape(-1, M.shape[-1], M.shape[-1])
     k = np.empty(len(flat))
     _, tv, a32, tv32 = workspace(M.shape[-1])
-    if _screened():
+    if _screened(flat.shape[-1]):
         work = np.empty(len(flat), dtype=np.int64) if work is None else work
         kernel = _kernel("kappa_batch_screened")
 
@@ -374,7 +375,7 @@ def _condition_cpu(M: np.ndarray, atol: float, row_sum_atol: float, work: np.nda
     n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
     B, tv, a32, tv32 = workspace(flat.shape[-1])
     out = (kap, kappa_half, n_max_pairs, witness)
-    if _screened():
+    if _screened(flat.shape[-1]):
         work = np.empty(m, dtype=np.int64) if work is None else work
         kernel = _kernel("condition_batch_screened")
 
