@@ -10,7 +10,9 @@ attentions, head averaging, the condition and rollout analysis of both token set
 through rollout_equality.measure.measure_inputs), once analysing after each forward
 (sequential, the default of extraction.overlap on a CPU) and once analysing batch k while
 batch k + 1 runs (overlap, its default on a GPU; torch keeps one CPU thread then, so on a
-CPU the overlapped forward runs on one thread). Prints both ratios to the forward alone (target ≤ 1.3×) and,
+CPU the overlapped forward runs on one thread), and the sequential run again with the float64 sweep alone
+(rollout_equality.dobrushin.float64_sweep: the same records bit for bit, without the float32 screening the
+kernels use by default), side by side. Prints the ratios to the forward alone (target ≤ 1.3×) and,
 from the per-input costs and the paper suite's data set sizes, the estimated time of
 the whole paper run on this machine. On a CUDA device (--device cuda) the forward runs
 there and the analysis on the CPU beside it.
@@ -28,6 +30,7 @@ import torch
 import yaml
 from _timing import interleaved_medians
 
+from rollout_equality.dobrushin import float64_sweep
 from rollout_equality.measure import measure_inputs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,7 +109,8 @@ def main():
     device = torch.device(ARGS.device)
     print(f"device: {device}, torch threads: {torch.get_num_threads()}, batch {ARGS.batch} × {ARGS.batches}")
     print(
-        f"{'architecture':<26} {'forward/input':>14} {'sequential':>11} {'overlap':>9} {'ratio seq':>10} {'ratio ovl':>10}"
+        f"{'architecture':<26} {'forward/input':>14} {'seq f64':>9} {'sequential':>11} {'overlap':>9}"
+        f" {'ratio f64':>10} {'ratio seq':>10} {'ratio ovl':>10}"
     )
     per_input = {}
     for name in names:
@@ -131,16 +135,21 @@ def main():
         def measured(overlap):
             measure_inputs(extractor, ids, inputs, model="m", dataset="d", batch_size=ARGS.batch, overlap=overlap)
 
+        def measured_float64():
+            with float64_sweep():
+                measured(False)
+
+        fns = [forward_only, measured_float64, lambda: measured(False)]
+        if not ARGS.no_overlap:
+            fns.append(lambda: measured(True))
         with torch.inference_mode():
-            t_plain, t_seq, t_ovl = (
-                t / len(inputs)
-                for t in interleaved_medians(
-                    [forward_only, lambda: measured(False), lambda: measured(True)], ARGS.repeats
-                )
-            )
-        per_input[name.removesuffix("_random")] = min(t_seq, t_ovl)
+            times = [t / len(inputs) for t in interleaved_medians(fns, ARGS.repeats)]
+        t_plain, t_f64, t_seq = times[:3]
+        t_ovl = times[3] if len(times) > 3 else float("nan")
+        per_input[name.removesuffix("_random")] = min(t_seq, t_ovl) if len(times) > 3 else t_seq
         print(
-            f"{name:<26} {t_plain:13.3f}s {t_seq:10.3f}s {t_ovl:8.3f}s {t_seq / t_plain:9.2f}× {t_ovl / t_plain:9.2f}×",
+            f"{name:<26} {t_plain:13.3f}s {t_f64:8.3f}s {t_seq:10.3f}s {t_ovl:8.3f}s"
+            f" {t_f64 / t_plain:9.2f}× {t_seq / t_plain:9.2f}× {t_ovl / t_plain:9.2f}×",
             flush=True,
         )
     # the paper run: every paper experiment's data set size × that architecture's per-input cost
@@ -162,5 +171,6 @@ if __name__ == "__main__":
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch", type=int, default=8, help="inputs per forward pass (extraction.batch_size)")
     parser.add_argument("--batches", type=int, default=3, help="batches per timed run")
+    parser.add_argument("--no-overlap", action="store_true", help="skip the overlapped run")
     ARGS = parser.parse_args()
     main()

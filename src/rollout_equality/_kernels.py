@@ -425,13 +425,17 @@ kappa_batch_serial = _serial_twin(kappa_batch)
 # At n = 257, κ ≈ 1: c1·tv32 + c2 ≈ 1.5e-5. The depth n − 1 is the worst case; the compiled order
 # (lanes of 16) has depth about n/16, so the real error is an order of magnitude smaller.
 
-SCREEN_MIN_N = 32
-"""Smaller matrices go straight to the float64 sweep (screening them saved nothing measurable)."""
+SCREEN_MIN_N = 64
+"""Smaller matrices go straight to the float64 sweep: on one thread, batches of 12 Dirichlet matrices, the
+screened test took 0.7-0.9× the float64 one's speed at n = 8-48, 1.0× at 64, 1.2× at 96 (it pays its extra
+O(n²) passes and the float32 copy before the sweep's O(n³) saving shows)."""
 
 SCREEN_MAX_WORK = 0.25
 """When a matrix's float64 re-check covers more than this fraction of its pairs (a band full of
 near-ties: nearly uniform matrices), the remaining matrices of the batch take the float64 sweep
 alone, without the float32 pass (its cost is then wasted). Chosen by measurement, see README."""
+
+SCREEN_MAX_WORK_DEFAULT = SCREEN_MAX_WORK
 
 _U32 = 2.0**-24
 _U64 = 2.0**-53
@@ -728,7 +732,7 @@ def _max_units(tv, i0, tiles, within, tail):
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def condition_batch_screened(
-    M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B, tv, A32, tv32, one, one32, max_work, work
+    M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B, tv, A32, tv32, one, one32, max_work, min_n, work
 ):
     """:func:`condition_batch` with the sweep screened in float32: the same outputs bit for bit.
 
@@ -739,8 +743,9 @@ def condition_batch_screened(
     κ(B), the count and the witness are taken from those exactly as :func:`condition_batch` takes them from
     every pair (a pair outside the band cannot change any of them). Pairs not recomputed hold -1 in tv.
     A32, tv32: (n, n) float32 work arrays; one32: np.float32(1.0). work[b]: pairs recomputed in float64 for
-    matrix b, or -1 where it took the float64 sweep alone: n < :data:`SCREEN_MIN_N`, a row sum above 2, or
-    a previous matrix of the batch re-checked more than ``max_work`` of its pairs.
+    matrix b, or -1 where it took the float64 sweep alone: n < ``min_n`` (:data:`SCREEN_MIN_N`), a row sum
+    above 2, or a previous matrix of the batch re-checked more than ``max_work`` (:data:`SCREEN_MAX_WORK`) of
+    its pairs.
     """
     n = M.shape[1]
     row_ka = np.zeros(n)
@@ -757,7 +762,7 @@ def condition_batch_screened(
     tail = np.zeros(n_blocks, dtype=np.bool_)
     row32 = np.zeros(n)
     pairs = n * (n - 1) // 2
-    screen = n >= SCREEN_MIN_N
+    screen = n >= min_n
     for b in range(M.shape[0]):
         A = M[b]
         _half_identity(A, B)
@@ -817,7 +822,7 @@ condition_batch_screened_serial = _serial_twin(condition_batch_screened)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def kappa_batch_screened(M, row_sum_atol, kappa, tv, A32, tv32, one, one32, max_work, work):
+def kappa_batch_screened(M, row_sum_atol, kappa, tv, A32, tv32, one, one32, max_work, min_n, work):
     """:func:`kappa_batch` with the sweep screened in float32 (as :func:`condition_batch_screened`, with no
     tie band: only the maximum is wanted): the same κ bit for bit. work[b] as there."""
     n = M.shape[1]
@@ -833,7 +838,7 @@ def kappa_batch_screened(M, row_sum_atol, kappa, tv, A32, tv32, one, one32, max_
     tail = np.zeros(n_blocks, dtype=np.bool_)
     row32 = np.zeros(n)
     pairs = n * (n - 1) // 2
-    screen = n >= SCREEN_MIN_N
+    screen = n >= min_n
     for b in range(M.shape[0]):
         A = M[b]
         if not screen:

@@ -101,23 +101,34 @@ def serial_kernels() -> Iterator[None]:
         _thread.serial = previous
 
 
+_float64_only = False
+
+
 @contextlib.contextmanager
 def float64_sweep() -> Iterator[None]:
-    """Within this block, this thread's CPU analysis takes every pair's TV from the float64 sweep alone
+    """Within this block, the CPU analysis takes every pair's TV from the float64 sweep alone
     (:func:`rollout_equality._kernels.condition_batch`, :func:`~rollout_equality._kernels.kappa_batch`),
     without the float32 screening the kernels use by default
     (:func:`rollout_equality._kernels.condition_batch_screened`). The results are the same bit for bit;
-    tests and benchmarks compare the two. Other threads are not affected."""
-    previous = getattr(_thread, "float64", False)
-    _thread.float64 = True
+    tests and benchmarks compare the two. The switch is process-wide (the analysis of a batch runs on
+    worker threads), so it is meant for tests and benchmarks, not for toggling while others analyse."""
+    global _float64_only
+    previous = _float64_only
+    _float64_only = True
     try:
         yield
     finally:
-        _thread.float64 = previous
+        _float64_only = previous
 
 
-def _screened() -> bool:
-    return not getattr(_thread, "float64", False)
+def _screened(n: int) -> bool:
+    """Whether (n, n) matrices go through the screened kernels (smaller ones gain nothing from it)."""
+    return not _float64_only and n >= _kernels.SCREEN_MIN_N
+
+
+def _screen_limits() -> tuple[float, int]:
+    """(max_work, min_n) of the screened kernels, read at each call (tests change them)."""
+    return float(_kernels.SCREEN_MAX_WORK), int(_kernels.SCREEN_MIN_N)
 
 
 def call_serially(fn, *args, **kwargs):
@@ -250,12 +261,12 @@ def _kappa_cpu(M: np.ndarray, row_sum_atol: float, work: np.ndarray | None = Non
     flat = M.reshape(-1, M.shape[-1], M.shape[-1])
     k = np.empty(len(flat))
     _, tv, a32, tv32 = workspace(M.shape[-1])
-    if _screened():
+    if _screened(flat.shape[-1]):
         work = np.empty(len(flat), dtype=np.int64) if work is None else work
         kernel = _kernel("kappa_batch_screened")
 
         def run(tolerance: float) -> bool:
-            return kernel(flat, tolerance, k, tv, a32, tv32, 1.0, np.float32(1.0), _kernels.SCREEN_MAX_WORK, work)
+            return kernel(flat, tolerance, k, tv, a32, tv32, 1.0, np.float32(1.0), *_screen_limits(), work)
 
     else:
         if work is not None:
@@ -364,14 +375,12 @@ def _condition_cpu(M: np.ndarray, atol: float, row_sum_atol: float, work: np.nda
     n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
     B, tv, a32, tv32 = workspace(flat.shape[-1])
     out = (kap, kappa_half, n_max_pairs, witness)
-    if _screened():
+    if _screened(flat.shape[-1]):
         work = np.empty(m, dtype=np.int64) if work is None else work
         kernel = _kernel("condition_batch_screened")
 
         def run(tolerance: float) -> bool:
-            return kernel(
-                flat, atol, tolerance, *out, B, tv, a32, tv32, 1.0, np.float32(1.0), _kernels.SCREEN_MAX_WORK, work
-            )
+            return kernel(flat, atol, tolerance, *out, B, tv, a32, tv32, 1.0, np.float32(1.0), *_screen_limits(), work)
 
     else:
         if work is not None:
