@@ -1,5 +1,6 @@
 import re
 import sys
+import time
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
@@ -33,7 +34,9 @@ TABLE_RAW = "resources/tabular/{tabular}/raw.parquet"
 TABLE_DATA = "resources/tabular/{tabular}/data.npz"
 TABLE_MANIFEST = "resources/tabular/{tabular}/manifest.json"
 DOWNLOAD_CACHE = "resources/cache"  # OpenML's and scikit-learn's caches, in their own layouts
-SOURCES_CHECK = "results/sources/check.tsv"  # the preflight of every network source (temporary)
+SOURCES_CHECK = "results/sources/check.tsv"  # the preflight that downloads wait for (temporary)
+SOURCES_REPORT = "results/sources/check-{stamp}.tsv"  # the same, asked for by name (one per run)
+CHECK_STAMP = time.strftime("%Y%m%dT%H%M%S")  # names this run's SOURCES_REPORT
 
 RECORDS = "results/records/{model}/{dataset}.parquet"
 ROLLOUT = "results/records/{model}/{dataset}.rollout.parquet"
@@ -196,6 +199,7 @@ wildcard_constraints:
     tabular=_alternatives(TABLES),
     seed=r"\d+",
     suite=_alternatives(config["suites"]),
+    stamp=r"\d{8}T\d{6}",
 
 
 BASELINE_TARGETS = [BASELINE_CSV, BASELINE_TEX] + [BASELINE_FIGURE.format(ext=e) for e in ("pdf", "png")]
