@@ -242,9 +242,9 @@ def download_targets(suite):
 
 
 def source_check(kind, name):
-    """The preflight's output for a download rule whose source needs the network (else nothing). ``ancient``:
-    a new check does not make a finished download stale; the check is temporary, so it runs again whenever
-    a download is to be made."""
+    """The preflight's output, for the download of a source that needs the network (else nothing). Marked
+    ancient (a new check does not make a finished download stale); the check is temporary, so it runs again
+    whenever a download is to be made."""
     entries = {"models": MODELS, "datasets": DATASETS, "tables": TABLES}[kind]
     return [ancient(SOURCES_CHECK)] if needs_network(kind, entries[name]) else []
 
