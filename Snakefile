@@ -37,7 +37,7 @@ rule offline:
 rule check_sources:
     """Every hub model, data set and table of the suites checked in seconds, nothing downloaded (first, on a login node)."""
     input:
-        SOURCES_CHECK,
+        SOURCES_REPORT.format(stamp=CHECK_STAMP),
 
 
 rule download:

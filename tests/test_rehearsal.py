@@ -246,10 +246,12 @@ def test_the_paper_target_runs_against_the_mirror_and_downloads_again_offline(re
     res = rehearse.snakemake(workdir, env, "check_sources")  # what a cluster user runs first on the login node
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     assert "16 sources, " in res.stderr and "0 problem(s)" in res.stderr
-    assert not (workdir / "results/sources/check.tsv").exists()  # temporary: the next download checks again
+    (table,) = workdir.glob("results/sources/check-*.tsv")  # this run's table
+    assert len(table.read_text().splitlines()) == 1 + 16
     res = rehearse.snakemake(workdir, env, "download")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     assert "rule check_network_sources" in res.stdout + res.stderr  # download checks the sources first
+    assert not (workdir / "results/sources/check.tsv").exists()  # temporary: the next download checks again
     downloaded = _manifests(workdir)
     for name in PAPER_MODELS + ["albert_base", "dinov2_giant"]:
         info = json.loads((workdir / f"resources/models/{name}/model.json").read_text())

@@ -163,7 +163,8 @@ def loader_files(repo_files: Iterable[str]) -> list[str]:
     The PyTorch weights in one format — ``model.safetensors`` (or its index and the safetensors
     shards beside it), else ``pytorch_model.bin`` (or its index and shards) — and the top-level
     configuration, tokenizer and preprocessor files (:data:`METADATA_SUFFIXES`). TensorFlow, Flax,
-    Rust, ONNX and CoreML copies of the weights, sub-folders and model cards are left out.
+    Rust, ONNX and CoreML copies of the weights, sub-folders and model cards are left out. Raises
+    :class:`HubError` when the repository holds no PyTorch weights or no ``config.json``.
     """
     files = sorted(set(repo_files))
     top = [f for f in files if "/" not in f]

@@ -24,7 +24,8 @@ TABLE_RAW = f"{RESOURCES}/tabular/{{tabular}}/raw.parquet"
 TABLE_DATA = f"{RESOURCES}/tabular/{{tabular}}/data.npz"
 TABLE_MANIFEST = f"{RESOURCES}/tabular/{{tabular}}/manifest.json"
 DOWNLOAD_CACHE = f"{RESOURCES}/cache"  # OpenML's and scikit-learn's caches, in their own layouts
-SOURCES_CHECK = f"{RESULTS}/sources/check.tsv"  # the preflight of every network source (temporary)
+SOURCES_CHECK = f"{RESULTS}/sources/check.tsv"  # the preflight that downloads wait for (temporary)
+SOURCES_REPORT = f"{RESULTS}/sources/check-{{stamp}}.tsv"  # the same, asked for by name (one per run)
 
 # --- measurement ---------------------------------------------------------------------------------------
 RECORDS = f"{RESULTS}/records/{{model}}/{{dataset}}.parquet"

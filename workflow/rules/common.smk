@@ -1,5 +1,6 @@
 import re
 import sys
+import time
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
@@ -55,6 +56,7 @@ from rollout_equality.paths import (
     SIMULATION_FIGURES,
     SIMULATION_REPORT,
     SOURCES_CHECK,
+    SOURCES_REPORT,
     SUITE_FIGURES,
     SUITE_TABLES,
     SUMMARY,
@@ -63,6 +65,7 @@ from rollout_equality.paths import (
     TABLE_NAMES,
     TABLE_RAW,
 )
+CHECK_STAMP = time.strftime("%Y%m%dT%H%M%S")  # names this run's SOURCES_REPORT
 
 
 def reported(paths, captions):
@@ -134,6 +137,7 @@ wildcard_constraints:
     tabular=_alternatives(TABLES),
     seed=r"\d+",
     suite=_alternatives(config["suites"]),
+    stamp=r"\d{8}T\d{6}",
 
 
 BASELINE_TARGETS = [BASELINE_CSV, BASELINE_TEX] + [BASELINE_FIGURE.format(ext=e) for e in ("pdf", "png")]
@@ -181,9 +185,9 @@ def download_targets(suite):
 
 
 def source_check(kind, name):
-    """The preflight's output for a download rule whose source needs the network (else nothing). ``ancient``:
-    a new check does not make a finished download stale; the check is temporary, so it runs again whenever
-    a download is to be made."""
+    """The preflight's output, for the download of a source that needs the network (else nothing). Marked
+    ancient (a new check does not make a finished download stale); the check is temporary, so it runs again
+    whenever a download is to be made."""
     entries = {"models": MODELS, "datasets": DATASETS, "tables": TABLES}[kind]
     return [ancient(SOURCES_CHECK)] if needs_network(kind, entries[name]) else []
 

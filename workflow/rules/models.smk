@@ -2,6 +2,7 @@
 # they run on the submitting host, never on cluster compute nodes.
 localrules:
     check_network_sources,
+    report_sources,
     prepare_model,
     prepare_data,
 
@@ -19,6 +20,15 @@ rule check_network_sources:
         cache=DOWNLOAD_CACHE,
     script:
         "../scripts/check_sources.py"
+
+
+# `snakemake check_sources`: a table of its own each time (the temporary one above is deleted once the downloads
+# that wait for it are done, so that the next download checks again).
+use rule check_network_sources as report_sources with:
+    output:
+        SOURCES_REPORT,
+    log:
+        "results/logs/check_sources-{stamp}.log",
 
 
 rule prepare_model:
