@@ -89,7 +89,7 @@ def test_offline_suite_mpnet(rates):
     assert (pct(rates[("mpnet", "content")]), pct(rates[("mpnet", "all")])) == (content, all_)
     depth = pd.read_csv(TABLES / "depth_rates.csv")
     assert pct(depth.loc[depth["model"] == "mpnet", "rate"].max()) == top
-    claim = paragraph("**What the two real text models say")
+    claim = paragraph("**What the three real text models say")
     matrices = int(re.search(r"every one of its ([\d,]+)\s+matrices", claim).group(1).replace(",", ""))
     df = pd.read_csv(TABLES / "model_rates.csv")
     mpnet = df[df["model"] == "mpnet"]
