@@ -84,3 +84,14 @@ def test_missing_records_name_the_step(tmp_path):
         read_records(tmp_path / "m" / "d.parquet")
     with pytest.raises(ValueError, match="no records"):
         write_records(tmp_path / "x.parquet", tmp_path / "x.rollout.parquet", [], [], {})
+
+
+def test_the_records_provenance_names_the_model_folder_relative_to_the_project(tmp_path, monkeypatch):
+    """Records of the same inputs are the same bytes in any project folder (--cores 1 and 2 runs compare them)."""
+    from rollout_equality.measure import _portable
+
+    monkeypatch.chdir(tmp_path)
+    inside = {"name": "m", "path": str(tmp_path / "resources/models/m/random_init")}
+    assert _portable(inside) == {"name": "m", "path": "resources/models/m/random_init"}
+    outside = {"name": "p", "path": "/opt/site-packages/p/model"}
+    assert _portable(outside) == outside and _portable({"name": "q"}) == {"name": "q"}

@@ -200,7 +200,7 @@ def measure(
         batch_by_length=batch_by_length,
     )
     metadata = {
-        "model": dict(model_info),
+        "model": _portable(model_info),
         "dataset": {
             "name": dataset,
             "sha256": manifest.get("sha256"),
@@ -232,6 +232,18 @@ def measure(
         100 * holds["content"],
         100 * holds["all"],
     )
+
+
+def _portable(model_info: dict[str, Any]) -> dict[str, Any]:
+    """``model_info`` for the records' provenance, its ``path`` relative to the working directory when inside it
+    (a prepared model under resources/): the same inputs then give the same record bytes in any project folder."""
+    info = dict(model_info)
+    if "path" in info:
+        try:
+            info["path"] = Path(info["path"]).resolve().relative_to(Path.cwd().resolve()).as_posix()
+        except ValueError:  # outside the project (an installed package's folder): kept as it is
+            pass
+    return info
 
 
 def read_model_info(path: str | os.PathLike) -> dict[str, Any]:

@@ -1,6 +1,5 @@
 """rule build_paper → rollout_equality.paper.build_paper"""
 
-
 import _checkout  # noqa: F401  (this checkout's library first)
 
 from rollout_equality.job import prelude
