@@ -14,6 +14,13 @@ validation, the sweep and each row's maxima in one parallel region per matrix,
 then the count and the witness over the few rows that can hold them. Only the
 sweep is compiled with fast-math (reassociation lets the sum vectorise); the
 validation keeps NaN and inf meaningful and the TV of B is computed as written.
+
+:func:`condition_batch_screened` and :func:`kappa_batch_screened` (the default of
+:mod:`rollout_equality.dobrushin` from n = :data:`SCREEN_MIN_N`) give the same outputs bit for
+bit with half the sweep's arithmetic: they sweep float32 copies of the rows (twice the lanes per
+vector), bound the float32 error rigorously (:func:`screen_bound`, derived below), and recompute in
+float64, with the float64 sweep's own compiled tile and pair code, only the pairs that can attain
+κ(A) within the tie band or κ(½(I+A)).
 """
 
 from __future__ import annotations
@@ -640,7 +647,7 @@ def _mark_block(A, B, tv32, row32, tv, i0, c1, c2, floor_a, floor_b, half, tiles
     A candidate may attain κ(A) within the tie band: hi_ij ≥ floor_a; or, when ``half``, may attain κ(B),
     whose float64 value is at least floor_b: first (no column of A read) g(x) ≤ ½(1 + x) + 2⁻⁴⁷ for the
     float64 kernel's g (|B_ii − B_ji| ≤ ½(1 + |A_ii − A_ji|) and B's rounding, six roundings of values ≤ 4),
-    so hi_ij ≥ 2·floor_b − 1 − 2⁻⁴⁴ is needed; then g(lo_ij) + (c1·t + c2) + 2⁻⁴⁰ ≥ floor_b
+    so hi_ij ≥ 2·floor_b − 1 − 2⁻⁴⁶ is needed (2⁻³⁶ is allowed); then g(lo_ij) + (c1·t + c2) + 2⁻⁴⁰ ≥ floor_b
     (g(hi) − g(lo) ≤ ½(hi − lo) + 2⁻⁴⁸), floor_b first raised to the largest g(lo_ij) of the block.
     Rows whose largest float32 TV passes neither test are skipped whole (hi is monotone in t)."""
     n = tv32.shape[0]
