@@ -14,6 +14,13 @@ validation, the sweep and each row's maxima in one parallel region per matrix,
 then the count and the witness over the few rows that can hold them. Only the
 sweep is compiled with fast-math (reassociation lets the sum vectorise); the
 validation keeps NaN and inf meaningful and the TV of B is computed as written.
+
+:func:`condition_batch_screened` and :func:`kappa_batch_screened` (the default of
+:mod:`rollout_equality.dobrushin` from n = :data:`SCREEN_MIN_N`) give the same outputs bit for
+bit with half the sweep's arithmetic: they sweep float32 copies of the rows (twice the lanes per
+vector), bound the float32 error rigorously (:func:`screen_bound`, derived below), and recompute in
+float64, with the float64 sweep's own compiled tile and pair code, only the pairs that can attain
+κ(A) within the tie band or κ(½(I+A)).
 """
 
 from __future__ import annotations
@@ -433,7 +440,11 @@ O(n²) passes and the float32 copy before the sweep's O(n³) saving shows)."""
 SCREEN_MAX_WORK = 0.25
 """When a matrix's float64 re-check covers more than this fraction of its pairs (a band full of
 near-ties: nearly uniform matrices), the remaining matrices of the batch take the float64 sweep
-alone, without the float32 pass (its cost is then wasted). Chosen by measurement, see README."""
+alone, without the float32 pass (its cost is then wasted). Measured on one thread at n = 257 (peaked
+softmax matrices, whose TVs crowd near 1): re-checking 12-30 % of the pairs made the screened test
+0.85-1.1× as fast as the float64 one; at 85-99 % it took 2× as long. The offline suite's matrices
+(trained MiniLM, the untrained controls, their rollouts) re-check one or two tiles, 0.05-0.07 %
+(benchmarks/screen_band.py)."""
 
 SCREEN_MAX_WORK_DEFAULT = SCREEN_MAX_WORK
 
@@ -640,7 +651,7 @@ def _mark_block(A, B, tv32, row32, tv, i0, c1, c2, floor_a, floor_b, half, tiles
     A candidate may attain κ(A) within the tie band: hi_ij ≥ floor_a; or, when ``half``, may attain κ(B),
     whose float64 value is at least floor_b: first (no column of A read) g(x) ≤ ½(1 + x) + 2⁻⁴⁷ for the
     float64 kernel's g (|B_ii − B_ji| ≤ ½(1 + |A_ii − A_ji|) and B's rounding, six roundings of values ≤ 4),
-    so hi_ij ≥ 2·floor_b − 1 − 2⁻⁴⁴ is needed; then g(lo_ij) + (c1·t + c2) + 2⁻⁴⁰ ≥ floor_b
+    so hi_ij ≥ 2·floor_b − 1 − 2⁻⁴⁶ is needed (2⁻³⁶ is allowed); then g(lo_ij) + (c1·t + c2) + 2⁻⁴⁰ ≥ floor_b
     (g(hi) − g(lo) ≤ ½(hi − lo) + 2⁻⁴⁸), floor_b first raised to the largest g(lo_ij) of the block.
     Rows whose largest float32 TV passes neither test are skipped whole (hi is monotone in t)."""
     n = tv32.shape[0]

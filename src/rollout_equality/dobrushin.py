@@ -64,8 +64,10 @@ Inputs
 numpy arrays or torch tensors of shape (..., n, n), batched over leading
 dimensions. Everything is validated (see :func:`check_stochastic`) and analysed
 in float64. CUDA tensors are analysed on their device with ``torch.cdist``
-(float64); everything else on the CPU with a compiled kernel. Nothing is
-silently renormalised.
+(float64); everything else on the CPU with a compiled kernel, whose O(n³) sweep
+is screened in float32 and decided in float64 (the float64 sweep's results bit for
+bit, see :mod:`rollout_equality._kernels`; :func:`float64_sweep` turns the screen
+off). Nothing is silently renormalised.
 """
 
 from __future__ import annotations
