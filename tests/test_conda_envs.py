@@ -31,7 +31,7 @@ PYPI_NAME = {"pytorch": "torch", "matplotlib-base": "matplotlib"}
 NOT_PACKAGES = {"python", "pip"}  # environment entries that are no [project].dependencies
 # The controlling process's own (the Snakefile validates the config and runs the rules): no script imports them
 # (checked below), so no rule environment needs them.
-CONTROLLER = {"snakemake", "jsonschema"}
+CONTROLLER = {"snakemake"}
 
 
 def normalised(name: str) -> str:
@@ -175,7 +175,7 @@ def test_no_script_imports_the_controllers_packages():
 
 def test_the_environments_list_exactly_the_projects_dependencies():
     """Every environment of envs/ is used by a rule; together they list [project].dependencies with its lower
-    bounds (conda names mapped), but snakemake and jsonschema (the controller's) and the data wheels."""
+    bounds (conda names mapped), but snakemake (the controller's) and the data wheels."""
     envs = sorted((REPO / "envs").glob("*.yaml"))
     assert {RULES[name]["conda"].resolve() for name in CONDA_RULES} == {e.resolve() for e in envs}
     listed: dict[str, str] = {}

@@ -14,7 +14,7 @@ rule check_network_sources:
     log:
         "results/logs/check_sources.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/workflow.yaml"
     params:
         suites=list(config["suites"]),
         cache=DOWNLOAD_CACHE,
