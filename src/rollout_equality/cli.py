@@ -35,8 +35,8 @@ def _cmd_condition(args: argparse.Namespace) -> int:
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
     from rollout_equality.baseline import random_baseline
+    from rollout_equality.formats import write_csv
     from rollout_equality.io import logging_to
-    from rollout_equality.tables import write_csv
 
     with logging_to(args.log):
         df = random_baseline(args.n, args.trials, args.seed, atol=args.atol, chunk_size=args.chunk_size)

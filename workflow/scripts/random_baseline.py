@@ -7,8 +7,8 @@ os.environ["NUMBA_NUM_THREADS"] = str(snakemake.threads)  # before numba is impo
 import _checkout  # noqa: F401,E402  (this checkout's library first)
 
 from rollout_equality.baseline import random_baseline  # noqa: E402
+from rollout_equality.formats import write_csv  # noqa: E402
 from rollout_equality.io import logging_to  # noqa: E402
-from rollout_equality.tables import write_csv  # noqa: E402
 
 with logging_to(snakemake.log[0]):
     p = snakemake.params

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.dynamics.consensus import EXPERIMENTS, run_experiment, split_share
+from rollout_equality.formats import write_csv, write_html, write_latex
 from rollout_equality.io import atomic_path, progress, require_paths, write_json
-from rollout_equality.tables import write_csv, write_html, write_latex
 
 SIMULATION_FILES = ("trajectory", "stability", "basin", "beta_sweep", "info", "tokens")
 """The files :func:`simulate_dynamics` writes, by key (CSV tables, info.json, tokens.npz)."""
