@@ -131,7 +131,13 @@ def ablation_figure(layers: pd.DataFrame, summary: pd.DataFrame, claim: Mapping 
     for i, (ax, setting) in enumerate(zip(axes.flat, settings)):
         if claim is not None:
             low, high = claim["range"]
-            ax.axhspan(100 * low, 100 * high, color="0.92", lw=0, label=f"paper: {100 * low:.0f}–{100 * high:.0f}%")
+            ax.axhspan(
+                100 * low,
+                100 * high,
+                color="0.92",
+                lw=0,
+                label=f"paper, all blocks pooled: {100 * low:.0f}–{100 * high:.0f}%",
+            )
         if setting != ref_name:
             ax.plot(ref.index, 100 * ref, "-", color="0.55", lw=1.2, label=labels[ref_name])
         g = content[content["setting"] == setting]
@@ -145,15 +151,16 @@ def ablation_figure(layers: pd.DataFrame, summary: pd.DataFrame, claim: Mapping 
         ax.tick_params(labelsize=7)
         if i % ncols == 0:
             ax.set_ylabel("holds (%)", fontsize=8)
-        if i >= len(settings) - ncols:
+        if i >= len(settings) - ncols:  # the lowest panel of its column
             ax.set_xlabel("block", fontsize=8)
+            ax.xaxis.set_tick_params(labelbottom=True)
     handles = {}
     for ax in axes.flat[: len(settings)]:
         for h, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, h)
     fig.legend(handles.values(), handles.keys(), fontsize=7, frameon=False, loc="lower center", ncol=len(handles))
     fig.suptitle("FT-Transformer recipe ablation: condition rate on content tokens per block", fontsize=9)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
