@@ -50,8 +50,13 @@ def check_references(config: dict[str, Any]) -> None:
             if suite not in config["suites"]:
                 raise ValueError(f"tabular.ablation.suites: {suite!r} is not a suite (suites: in the config)")
         claim = ablation.get("claim")
-        if claim is not None and config["claims"].get(claim, {}).get("kind") != "rate":
-            raise ValueError(f"tabular.ablation.claim: {claim!r} is not a claim of kind rate under claims:")
+        entry = config["claims"].get(claim, {})
+        about_ftt = any(s.startswith(FTT_PREFIX) for s in entry.get("subjects", []))
+        if claim is not None and (entry.get("kind") != "rate" or not about_ftt):
+            raise ValueError(
+                f"tabular.ablation.claim: {claim!r} is not a claim of kind rate about FT-Transformer (subjects "
+                "ftt:<table>) under claims:"
+            )
     check_claims(config)
     for name, entry in resolved_tables(config).items():
         if entry["split"]["test"] == "source" and "csv" not in entry["source"]:
