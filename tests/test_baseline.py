@@ -1,4 +1,4 @@
-"""Random-matrix baseline: determinism, chunking, intervals, and the paper's 24–30% claim."""
+"""Random-matrix baseline: determinism, chunking, intervals, and the paper's baseline claim (config.yaml, claims)."""
 
 import math
 
