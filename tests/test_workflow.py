@@ -213,7 +213,13 @@ def test_offline_suite_end_to_end_is_deterministic(local_runs):
     ftt = pd.read_parquet(a / "results/records/ftt/cancer/seed0.parquet")
     assert len(ftt) == 10 * 3 * 2 and set(ftt["n_tokens"]) == {31, 30}
     claims = pd.read_csv(a / "results/tables/offline/claims.csv")
-    assert claims.iloc[0]["claim"].startswith("uniformly random") and set(claims["status"]) >= {"not run"}
+    assert claims.iloc[0]["claim"] == TINY["claims"]["baseline"]["text"]
+    # tiny_albert is a model of the dynamics study only: not run, and the claims table says why
+    albert = claims[claims["subject"] == "tiny_albert"].iloc[0]
+    assert albert["status"] == "not run" and albert["note"] == "in no suite (add it under suites:)"
+    special = claims[claims["claim"] == TINY["claims"]["special_tokens"]["text"]]
+    assert special["subject"].tolist() == ["minilm on pydoc", "tiny_dinov2_reg on photos (out of sample)"]
+    assert special["note"].str.contains("pairs failing on all tokens hold on content tokens|no pair fails").all()
     # the recipe ablation (tiny: 3 settings of cancer, 1 seed): its own tables and a claims row of its range
     ablation = pd.read_csv(a / "results/tables/ftt_ablation/summary.csv")
     # in the config's order (the tests write it with sorted keys); each described against the reference
@@ -251,6 +257,8 @@ def test_offline_suite_end_to_end_is_deterministic(local_runs):
         res = snakemake(a, "--cores", "2", "paper_offline", config=TINY)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         assert (a / "paper/suite-offline.pdf").read_bytes()[:5] == b"%PDF-"
+        log = (a / "paper/suite-offline.log").read_text(errors="replace")
+        assert "Overfull \\hbox" not in log, [line for line in log.splitlines() if line.startswith("Overfull")]
         section = (a / "paper/tables/offline/ftt_ablation_section.tex").read_text()
         assert "\\input{tables/ftt_ablation}" in section and "sha256" in section
         # Every table main.tex reads is an input of the PDF: an edited one rebuilds it. (Snakemake compares
