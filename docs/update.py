@@ -9,7 +9,7 @@
   description.
 * ``docs/results.md``: ``docs/results.in.md`` with every ``{name}`` filled in from the offline suite's tables
   kept in ``docs/offline/`` and the recipe ablation's in ``docs/ftt_ablation/`` (as ``paper/main.tex`` reads
-  ``macros.tex``); the claims table is the suite's own ``claims.csv``.
+  ``macros.tex``); the claims table is computed from them by the pipeline's own ``rollout_equality.claims``.
 * ``README.md``: the block between its ``claims:begin`` / ``claims:end`` markers, the claims at a glance.
 
 tests/test_docs.py fails when any of them is stale.
@@ -41,7 +41,7 @@ COPIED = {  # docs/offline/<name> <- a file of a run of the offline suite with t
     "model_rates.csv": "results/tables/offline/model_rates.csv",
     "depth_rates.csv": "results/tables/offline/depth_rates.csv",
     "ftt_scores.csv": "results/tables/offline/ftt_scores.csv",
-    "claims.csv": "results/tables/offline/claims.csv",
+    "special_tokens.csv": "results/tables/offline/special_tokens.csv",
 }
 
 
@@ -275,17 +275,19 @@ def results_values() -> dict[str, str]:
     v["abl_quantiles_1000"] = _pct(abl.loc["quantiles_1000", "content_rate"])
     v["abl_inputs"] = str(int(pd.read_csv(ABLATION / "layers.csv")["pairs"].iloc[0]))
 
+    special = pd.read_csv(OFFLINE / "special_tokens.csv").set_index("model")
+    v["special_low"] = f"{100 * claims['special_tokens']['range'][0]:.0f}"
+    for model in ("minilm", "mpnet"):
+        v[f"{model}_special_holds"] = f"{int(special.loc[model, 'content_holds']):,}"
+        v[f"{model}_special_failing"] = f"{int(special.loc[model, 'failing_all']):,}"
+        v[f"{model}_special"] = _pct(special.loc[model, "share"])
     v["claims_table"] = _claims_md(offline_claims())
     return v
 
 
 def offline_claims() -> pd.DataFrame:
-    """The offline suite's claims table: its own ``claims.csv`` where docs/offline keeps one; otherwise the same
-    table computed by :func:`rollout_equality.claims.claims` from the kept rates, depth rates and baseline (the
-    special-tokens rows then need the records, and are absent for the models that were run)."""
-    path = OFFLINE / "claims.csv"
-    if path.is_file():
-        return pd.read_csv(path).fillna("")
+    """The offline suite's claims table, computed by :func:`rollout_equality.claims.claims` (as rule
+    write_suite_tables computes it) from the kept rates, depth rates, baseline and special-token shares."""
     sys.path.insert(0, str(REPO / "src"))
     from snakemake.utils import validate
 
@@ -299,6 +301,7 @@ def offline_claims() -> pd.DataFrame:
         pd.read_csv(OFFLINE / "model_rates.csv"),
         pd.read_csv(OFFLINE / "random_baseline.csv"),
         pd.read_csv(OFFLINE / "depth_rates.csv"),
+        special=pd.read_csv(OFFLINE / "special_tokens.csv"),
         not_run=claim_reasons(config, "offline"),
     ).fillna("")
 
@@ -310,7 +313,7 @@ def results_md() -> str:
 
 
 def claims_glance_md() -> str:
-    """One line per claim of docs/offline/claims.csv: the claimed range and what the offline suite says."""
+    """One line per claim of the offline claims table: the claimed range and what the offline suite says."""
     claims = offline_claims()
     lines = ["| claim | paper | offline suite |", "| --- | --- | --- |"]
     for text, rows in claims.groupby("claim", sort=False):

@@ -109,7 +109,7 @@ def ftt_table(scores: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
     return out[["dataset", "seed", "metric", "test", "published", "content", "all"]]
 
 
-CSV_TABLES = ("claims", "rates", "depth", "rollout", "ftt")
+CSV_TABLES = ("claims", "rates", "depth", "rollout", "special", "ftt")
 SUITE_TABLES = (
     *CSV_TABLES,
     *(f"html_{k}" for k in CSV_TABLES),
@@ -145,6 +145,7 @@ TABLE_TITLES = {
     "rates": "Rates per model (all input-layer pairs)",
     "depth": "Rates per layer",
     "rollout": "Rollout at the last layer against its bounds",
+    "special": "Pairs failing on all tokens that hold on content tokens",
     "ftt": "FT-Transformer: test scores and rates",
 }
 
@@ -187,7 +188,7 @@ def write_suite_tables(
         else pd.DataFrame(columns=["dataset", "seed", "metric", "test", "published", "content", "all"])
     )
     frames = {"rates": rates, "depth": depth, "rollout": summary, "claims": claim_table, "ftt": ftt}
-    for key, df in frames.items():
+    for key, df in {**frames, "special": special}.items():
         write_csv(df, out[key])
         write_html(df, out[f"html_{key}"], TABLE_TITLES[key])
     for key, tex in suite_latex(frames).items():

@@ -64,6 +64,7 @@ SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
     "rates": "results/tables/{suite}/model_rates.csv",
     "depth": "results/tables/{suite}/depth_rates.csv",
     "rollout": "results/tables/{suite}/rollout_summary.csv",
+    "special": "results/tables/{suite}/special_tokens.csv",
     "ftt": "results/tables/{suite}/ftt.csv",
     **{
         f"html_{key}": f"results/tables/{{suite}}/{name}.html"
@@ -72,6 +73,7 @@ SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
             ("rates", "model_rates"),
             ("depth", "depth_rates"),
             ("rollout", "rollout_summary"),
+            ("special", "special_tokens"),
             ("ftt", "ftt"),
         )
     },
@@ -134,7 +136,9 @@ def reported(paths, captions):
     return reported_paths
 
 
-TABLE_CAPTIONS = {f"html_{key}": ("tables.rst", "Tables") for key in ("claims", "rates", "depth", "rollout", "ftt")}
+TABLE_CAPTIONS = {
+    f"html_{key}": ("tables.rst", "Tables") for key in ("claims", "rates", "depth", "rollout", "special", "ftt")
+}
 FIGURE_CAPTIONS = {f"{name}_png": (f"{name}.rst", "Figures") for name in ("depth", "slack", "rollout", "heatmap")}
 
 
