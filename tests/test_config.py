@@ -67,6 +67,22 @@ def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
             "tabular.ablation.suites: 'nightly' is not a suite",
         ),
         (
+            lambda c: c["tabular"]["ablation"].update(claim="deit"),
+            "tabular.ablation.claim: 'deit' is not a claim of kind rate",
+        ),
+        (
+            lambda c: c["tabular"]["ablation"].update(claim="late_failures"),
+            "tabular.ablation.claim: 'late_failures' is not a claim of kind rate",
+        ),
+        (
+            lambda c: c["claims"]["content"]["out_of_sample"].update(gpt5="a model nobody defined"),
+            "claims.content: subject 'gpt5' is not defined under models",
+        ),
+        (
+            lambda c: c["claims"].update(again=dict(c["claims"]["baseline"])),
+            "claims: baseline, again are all of kind baseline; keep one",
+        ),
+        (
             lambda c: c["tabular"]["datasets"]["california"].update(split={"test": "source"}),
             "tabular table 'california': split test: source needs a csv source with `test_path`",
         ),

@@ -428,10 +428,10 @@ def test_the_real_mpnet_from_its_wheels(tmp_path):
     n = df.pivot_table(index="input_id", columns="token_set", values="n_tokens", aggfunc="first")
     assert ((n["all"] - n["content"]) == 2).all()  # <s> and </s>
 
-    # What README.md says of MPNet's matrices: the relative position bias for offset 0, and the diagonal.
+    # What docs/results.md says of MPNet's matrices: the relative position bias for offset 0, and the diagonal.
     import re
 
-    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text().split())
     mean0, low, high = re.search(
         r"offset 0 is (−[\d.]+) on average over its 12 heads \((\d+) to (\d+)", readme
     ).groups()

@@ -12,8 +12,9 @@ import pytest
 
 from rollout_equality.cli import main
 from rollout_equality.figures import write_baseline_figure
+from rollout_equality.formats import write_csv
 from rollout_equality.io import atomic_path
-from rollout_equality.tables import baseline_latex, read_baseline, write_baseline_latex, write_csv
+from rollout_equality.tables import baseline_latex, read_baseline, write_baseline_latex
 
 TABLE = pd.DataFrame(
     {
@@ -57,7 +58,8 @@ def test_csv_round_trip_and_bad_table(tmp_path):
 
 
 def test_figure_files_are_written(tmp_path):
-    write_baseline_figure(TABLE, tmp_path / "f.pdf", tmp_path / "f.png")
+    claim = {"kind": "baseline", "text": "t", "range": [0.24, 0.30], "min_n": 5}
+    write_baseline_figure(TABLE, claim, tmp_path / "f.pdf", tmp_path / "f.png")
     assert (tmp_path / "f.pdf").read_bytes()[:5] == b"%PDF-"
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "f.png").stat().st_size > 5000

@@ -2,21 +2,29 @@
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
+from snakemake.utils import validate
 
 from rollout_equality.baseline import wilson_interval
-from rollout_equality.tables import (
-    claims,
-    depth_rates,
-    latex_tabular,
-    model_rates,
-    rollout_summary,
-    with_seeds,
-    write_latex,
-)
+from rollout_equality.claims import claims
+from rollout_equality.formats import latex_tabular, write_latex
+from rollout_equality.stats import depth_rates, model_rates, rollout_summary, special_token_shares, with_seeds
+
+
+def validated_claims() -> dict:
+    """The shipped config's claims as a run sees them (validated, defaults filled in)."""
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "config.yaml").read_text())
+    validate(config, str(repo / "workflow" / "schemas" / "config.schema.yaml"))
+    return config["claims"]
+
+
+SPEC = validated_claims()
 
 
 def synthetic_records():
@@ -92,7 +100,7 @@ def test_claims_statuses():
             "ci_high": [0.34, 0.264, 0.259],
         }
     )
-    c = claims(rates_of(synthetic_records()), baseline)
+    c = claims(SPEC, rates_of(synthetic_records()), baseline)
     first = c.iloc[0]
     assert (
         first["status"] == "reproduced" and first["ours"] == "25.0%–25.5%" and first["note"] == "n = 3: 33.0%, left out"
@@ -107,13 +115,13 @@ def test_claims_statuses():
     assert c[c.subject.str.startswith("ftt:california")].iloc[0]["status"] == "not run"
     far = synthetic_records().assign(holds=False, holds_direct=False)
     assert (
-        claims(rates_of(far), None).set_index("subject").loc["dinov2_small on imagenet_val"].iloc[0]["status"]
+        claims(SPEC, rates_of(far), None).set_index("subject").loc["dinov2_small on imagenet_val"].iloc[0]["status"]
         == "not reproduced"
     )
 
 
 def test_ftt_claim_pools_the_seeds_and_shows_the_recipe_range():
-    from rollout_equality.tables import SENSITIVITY, macros
+    from rollout_equality.claims import SENSITIVITY, macros
 
     records = synthetic_records()
     seed0 = records[records["model"] == "ftt_seed0"]
@@ -129,7 +137,7 @@ def test_ftt_claim_pools_the_seeds_and_shows_the_recipe_range():
         }
     )
     both = pd.concat([records, seed1])
-    c = claims(rates_of(both), None, ablation=ablation)
+    c = claims(SPEC, rates_of(both), None, ablation=ablation, ablation_claim="ftt")
     ftt = c[c.subject.str.startswith("ftt:adult")]
     assert len(ftt) == 1  # one row for the table, not one per seed
     row = ftt.iloc[0]
@@ -139,7 +147,7 @@ def test_ftt_claim_pools_the_seeds_and_shows_the_recipe_range():
     assert sens["ours"] == "9.0%–42.0% across settings; reference recipe 9.0%"
     assert sens["note"] == "settings within the paper's range: two_logits"
     # the range is not one of the abstract's numbers: the macros do not count it
-    assert "\\newcommand{\\NClaims}{%d}" % (len(c) - 1) in macros(c, None)
+    assert "\\newcommand{\\NClaims}{%d}" % (len(c) - 1) in macros(c, None, SPEC)
 
 
 def test_rollout_summary():
@@ -171,7 +179,7 @@ def test_latex_tables_parse_and_compile(tmp_path):
     tex = latex_tabular(rates, formats={"rate": "{:.3f}"})
     assert tex.startswith("\\begin{tabular}") and "\\toprule" in tex and "dinov2\\_small" in tex
     assert tex.count("\\\\") == len(rates) + 1
-    write_latex(claims(rates_of(synthetic_records()), None), tmp_path / "claims.tex", "records")
+    write_latex(claims(SPEC, rates_of(synthetic_records()), None), tmp_path / "claims.tex", "records")
     write_latex(rates, tmp_path / "rates.tex", "records")
     if shutil.which("pdflatex") is None:
         pytest.skip("pdflatex not installed: parsed only")
@@ -226,21 +234,22 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
 
 
 def test_late_failure_claim_and_ftt_table():
-    from rollout_equality.tables import depth_profile, ftt_table
+    from rollout_equality.stats import depth_profile
+    from rollout_equality.tables import ftt_table
 
     r = synthetic_records()
     late = r.assign(
         model=r["model"].replace({"dinov2_small": "vit_base_16"}),
         token_set=r["token_set"].replace({"content": "x", "all": "content"}),
     )
-    c = claims(rates_of(late), None, depth_rates(late))
+    c = claims(SPEC, rates_of(late), None, depth_rates(late))
     row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[
         0
     ]
     assert row["status"] == "reproduced" and row["ours"] == "first layer below 99% at depth 1.00"
     early = late.copy()
     early.loc[(early["model"] == "vit_base_16") & (early["layer"] == 0), "holds"] = False
-    c = claims(rates_of(early), None, depth_rates(early))
+    c = claims(SPEC, rates_of(early), None, depth_rates(early))
     row = c[c["claim"].str.startswith("DeiT-B, ViT-B/16: failures") & c["subject"].str.startswith("vit_base_16")].iloc[
         0
     ]
@@ -285,7 +294,7 @@ def test_the_paper_depends_on_every_file_main_tex_reads(tmp_path):
 def test_trained_text_models_outside_the_paper_stand_beside_the_text_claims_labelled_so():
     records = synthetic_records()
     mpnet = records[records["model"] == "dinov2_small"].assign(model="mpnet", dataset="pydoc_topics")
-    c = claims(rates_of(pd.concat([records, mpnet])), None)
+    c = claims(SPEC, rates_of(pd.concat([records, mpnet])), None)
     rows = c[c["subject"].str.startswith("mpnet")]
     assert rows["claim"].tolist() == [
         "DINOv2 (3 sizes), RoBERTa, DistilBERT: ≈100% on content tokens",
@@ -300,15 +309,84 @@ def test_trained_text_models_outside_the_paper_stand_beside_the_text_claims_labe
 
 
 def test_the_paper_counts_only_the_abstract_numbers():
-    from rollout_equality.tables import macros
+    from rollout_equality.claims import macros
 
     records = synthetic_records()
     extra = records[records["model"] == "dinov2_small"].assign(
         model="mpnet", dataset="pydoc_topics", holds=False, holds_direct=False
     )
-    c = claims(rates_of(pd.concat([records, extra])), None)
+    c = claims(SPEC, rates_of(pd.concat([records, extra])), None)
     assert set(c.loc[c["subject"].str.startswith("mpnet"), "status"]) == {"disagrees"}
-    text = macros(c, None)
+    text = macros(c, None, SPEC)
     n_paper = len(c) - 2
     assert f"\\NClaims}}{{{n_paper}}}" in text
     assert f"\\NClaimsNotReproduced}}{{{int((c['status'] == 'not reproduced').sum())}}}" in text
+
+
+def test_special_token_share_counts_the_failing_all_token_pairs_that_hold_on_content_tokens():
+    r = synthetic_records()  # dinov2_small: all tokens fail in layer 3 (10 pairs), content holds there
+    mixed = r[r["model"] == "dinov2_small"].assign(model="roberta_base", dataset="wikitext")
+    mixed.loc[
+        (mixed["token_set"] == "content") & (mixed["layer"] == 3) & mixed["input_id"].isin(["x0", "x1"]), "holds"
+    ] = False
+    clean = r[r["model"] == "dinov2_small"].assign(model="distilbert_base", dataset="wikitext", holds=True)
+    shares = special_token_shares(pd.concat([r, mixed, clean])).set_index("model")
+    assert shares.loc["dinov2_small", ["failing_all", "content_holds", "share"]].tolist() == [10, 10, 1.0]
+    assert shares.loc["roberta_base", ["failing_all", "content_holds", "share"]].tolist() == [10, 8, 0.8]
+    low, high = wilson_interval(8, 10)
+    assert shares.loc["roberta_base", "ci_low"] == pytest.approx(low)
+    assert shares.loc["distilbert_base", "failing_all"] == 0 and "ftt_seed0" not in shares.index  # no all rows
+    c = claims(
+        SPEC,
+        rates_of(pd.concat([r, mixed, clean])),
+        None,
+        special=special_token_shares(pd.concat([r, mixed, clean])),
+    )
+    rows = c[c["claim"] == SPEC["special_tokens"]["text"]].set_index("subject")
+    assert rows.loc["dinov2_small on imagenet_val", "status"] == "reproduced"  # 100% [72%, 100%] meets 90–100%
+    assert rows.loc["roberta_base on wikitext", "ours"] == "80.0% [49.0%, 94.3%]"
+    assert rows.loc["roberta_base on wikitext", "status"] == "reproduced"  # the interval reaches 90%
+    assert rows.loc["roberta_base on wikitext", "note"].startswith("8 of the 10 pairs failing on all tokens")
+    assert rows.loc["distilbert_base on wikitext", "ours"] == "no pair fails on all tokens"
+    assert rows.loc["dinov2_base", "status"] == "not run"
+
+
+def test_not_run_says_why_and_a_renamed_subject_fails_naming_the_claim():
+    import copy
+
+    from rollout_equality.config import check_references, claim_reasons
+
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "config.yaml").read_text())
+    validate(config, str(repo / "workflow" / "schemas" / "config.schema.yaml"))
+    reasons = claim_reasons(config, "offline")
+    assert reasons["dinov2_small"] == "not in suite 'offline': measured by suite 'paper'"
+    assert reasons["ftt:adult"] == "not in suite 'offline': measured by suite 'paper'"
+    c = claims(config["claims"], rates_of(synthetic_records()), None, not_run=reasons)
+    assert set(c.loc[c["subject"] == "dinov2_base", "note"]) == {"not in suite 'offline': measured by suite 'paper'"}
+    lonely = copy.deepcopy(config)
+    lonely["suites"]["paper"] = [e for e in lonely["suites"]["paper"] if e["model"] != "deit_base"]
+    assert claim_reasons(lonely, "paper")["deit_base"] == "in no suite (add it under suites:)"
+    renamed = copy.deepcopy(config)
+    renamed["models"]["dinov2_s"] = renamed["models"].pop("dinov2_small")
+    renamed["suites"]["paper"][0]["model"] = "dinov2_s"
+    with pytest.raises(ValueError, match=r"claims.content: subject 'dinov2_small' is not defined under models"):
+        check_references(renamed)
+    gone = copy.deepcopy(config)
+    del gone["tabular"]["datasets"]["california"]
+    gone["tabular"]["suites"]["paper"] = ["adult"]
+    with pytest.raises(ValueError, match=r"claims.ftt: subject 'ftt:california' names table 'california'"):
+        check_references(gone)
+
+
+def test_the_claims_latex_table_states_each_claim_once_above_its_rows():
+    from rollout_equality.formats import grouped_longtable
+    from rollout_equality.tables import CLAIMS_COLUMNS
+
+    c = claims(SPEC, rates_of(synthetic_records()), None)
+    tex = grouped_longtable(c, "claim", CLAIMS_COLUMNS)
+    assert tex.startswith("\\begin{longtable}") and tex.rstrip().endswith("\\end{longtable}")
+    for claim in SPEC.values():
+        text = claim["text"].replace("%", "\\%").replace("–", "--").replace("≈", "$\\approx$")
+        assert tex.count(text) == 1, text
+    assert tex.count("\\multicolumn{5}") == len(SPEC) and "claim" not in tex.splitlines()[2]

@@ -108,56 +108,64 @@ def ablation_tables(
     return summary, layers.reset_index(drop=True)
 
 
-def ablation_figure(layers: pd.DataFrame, summary: pd.DataFrame):
-    """Rate against the layer per setting (mean over seeds, the seeds' range shaded), content and all tokens."""
+def ablation_figure(layers: pd.DataFrame, summary: pd.DataFrame, claim: Mapping | None = None):
+    """Small multiples: one panel per setting, its rate on content tokens per block (each seed a dot, the mean
+    over seeds a line) against the reference recipe's mean (grey), and the claimed range (``claim``, a config
+    claim of kind rate) as a band."""
     from rollout_equality.figures import plt
-    from rollout_equality.tables import FTT_CLAIM
 
-    _, _, _, low_claim, high_claim = FTT_CLAIM
-    fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.4), sharey=True)
+    settings = list(summary["setting"])
     labels = dict(zip(summary["setting"], summary["label"]))
-    for ax, token_set in zip(axes, ("content", "all")):
-        ax.axhspan(
-            100 * low_claim,
-            100 * high_claim,
-            color="0.9",
-            label=f"paper (all blocks pooled): {100 * low_claim:.0f}–{100 * high_claim:.0f}%",
-        )
-        for i, setting in enumerate(summary["setting"]):
-            g = layers[(layers["setting"] == setting) & (layers["token_set"] == token_set)]
-            by_layer = g.groupby("layer")["rate"]
-            mean, low, high = by_layer.mean(), by_layer.min(), by_layer.max()
-            colour = f"C{i % 10}"
-            ax.plot(mean.index, 100 * mean, "o-", ms=3, lw=1.2, color=colour, label=labels[setting])
-            ax.fill_between(mean.index, 100 * low, 100 * high, color=colour, alpha=0.15, lw=0)
-        n_layers = int(layers["layer"].max()) + 1 if len(layers) else 1
-        ax.set_xticks(range(n_layers), [str(b + 1) for b in range(n_layers)])
-        ax.set_xlabel("block")
-        ax.set_title(f"{token_set} tokens", fontsize=9)
+    content = layers[layers["token_set"] == "content"]
+    ref_name = next((s for s in settings if s == REFERENCE), settings[0])
+    ref = content[content["setting"] == ref_name].groupby("layer")["rate"].mean()
+    n_layers = int(layers["layer"].max()) + 1 if len(layers) else 1
+    ncols = min(3, len(settings))
+    nrows = -(-len(settings) // ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(2.4 * ncols + 0.4, 1.9 * nrows + 0.5), sharex=True, sharey=True, squeeze=False
+    )
+    for ax in axes.flat[len(settings) :]:
+        ax.set_visible(False)
+    for i, (ax, setting) in enumerate(zip(axes.flat, settings)):
+        if claim is not None:
+            low, high = claim["range"]
+            ax.axhspan(
+                100 * low,
+                100 * high,
+                color="0.92",
+                lw=0,
+                label=f"paper, all blocks pooled: {100 * low:.0f}–{100 * high:.0f}%",
+            )
+        if setting != ref_name:
+            ax.plot(ref.index, 100 * ref, "-", color="0.55", lw=1.2, label=labels[ref_name])
+        g = content[content["setting"] == setting]
+        ax.plot(g["layer"], 100 * g["rate"], "o", ms=3, color="C0", alpha=0.5, lw=0, label="one seed")
+        mean = g.groupby("layer")["rate"].mean()
+        ax.plot(mean.index, 100 * mean, "o-", ms=4, lw=1.6, color="C0", label="mean over seeds")
+        ax.set_title(labels[setting], fontsize=8)
         ax.set_ylim(-3, 103)
+        ax.set_xticks(range(n_layers), [str(b + 1) for b in range(n_layers)])
         ax.grid(alpha=0.3, lw=0.5)
-    axes[0].set_ylabel("condition holds (%)")
-    axes[1].legend(fontsize=6.5, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle("FT-Transformer recipe ablation: mean over seeds, seeds' range shaded", fontsize=9)
-    fig.tight_layout()
+        ax.tick_params(labelsize=7)
+        if i % ncols == 0:
+            ax.set_ylabel("holds (%)", fontsize=8)
+        if i >= len(settings) - ncols:  # the lowest panel of its column
+            ax.set_xlabel("block", fontsize=8)
+            ax.xaxis.set_tick_params(labelbottom=True)
+    handles = {}
+    for ax in axes.flat[: len(settings)]:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    fig.legend(handles.values(), handles.keys(), fontsize=7, frameon=False, loc="lower center", ncol=len(handles))
+    fig.suptitle("FT-Transformer recipe ablation: condition rate on content tokens per block", fontsize=9)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
-def write_ftt_ablation(
-    record_paths: list[str | os.PathLike],
-    metrics_paths: list[str | os.PathLike],
-    settings: dict[str, dict],
-    out: Mapping[str, str | os.PathLike],
-) -> pd.DataFrame:
-    """Write the ablation's tables and figure to ``out`` (every key of :data:`ABLATION_FILES`); return the summary."""
-    from rollout_equality.figures import write_figure
-    from rollout_equality.tables import write_csv, write_html, write_latex
-
-    require_paths(out, ABLATION_FILES, "write_ftt_ablation")
-    summary, layers = ablation_tables(record_paths, metrics_paths, settings)
-    write_csv(summary, out["summary"])
-    write_csv(layers, out["layers"])
-    write_html(summary, out["html"], "FT-Transformer recipe ablation (rates pooled over seeds)")
+def ablation_latex(summary: pd.DataFrame) -> str:
+    """The ablation's summary as the paper's booktabs table (a provenance comment first)."""
+    from rollout_equality.formats import latex_tabular
 
     def pct(value: float) -> str:
         return "" if pd.isna(value) else f"{100 * value:.1f}"
@@ -179,8 +187,33 @@ def write_ftt_ablation(
             "all %": [pct(v) for v in summary["all_rate"]],
         }
     )
-    write_latex(tex, out["tex"], "the FT-Transformer ablation's records", column_format="p{2.6cm}p{4.4cm}lrrrr")
-    write_figure(ablation_figure(layers, summary), out["pdf"], out["png"])
+    return "% Generated by rollout_equality.tables from the FT-Transformer ablation's records; do not edit.\n" + (
+        latex_tabular(tex, column_format="p{2.6cm}p{4.4cm}lrrrr")
+    )
+
+
+def write_ftt_ablation(
+    record_paths: list[str | os.PathLike],
+    metrics_paths: list[str | os.PathLike],
+    settings: dict[str, dict],
+    out: Mapping[str, str | os.PathLike],
+    claim: Mapping | None = None,
+) -> pd.DataFrame:
+    """Write the ablation's tables and figure to ``out`` (every key of :data:`ABLATION_FILES`); return the summary.
+
+    ``claim``: the config claim (kind rate) the figure shows as a band (``tabular.ablation.claim``), or None."""
+    from rollout_equality.figures import write_figure
+    from rollout_equality.formats import write_csv, write_html
+    from rollout_equality.io import write_text
+
+    require_paths(out, ABLATION_FILES, "write_ftt_ablation")
+    summary, layers = ablation_tables(record_paths, metrics_paths, settings)
+    write_csv(summary, out["summary"])
+    write_csv(layers, out["layers"])
+    write_html(summary, out["html"], "FT-Transformer recipe ablation (rates pooled over seeds)")
+
+    write_text(out["tex"], ablation_latex(summary))
+    write_figure(ablation_figure(layers, summary, claim), out["pdf"], out["png"])
     return summary
 
 

@@ -36,8 +36,8 @@ def _cmd_condition(args: argparse.Namespace) -> int:
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
     from rollout_equality.baseline import random_baseline
+    from rollout_equality.formats import write_csv
     from rollout_equality.io import logging_to
-    from rollout_equality.tables import write_csv
 
     with logging_to(args.log):
         df = random_baseline(args.n, args.trials, args.seed, atol=args.atol, chunk_size=args.chunk_size)
@@ -219,9 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--configfile", action="append", default=None, help="config file(s), merged in order (default: config.yaml)"
     )
-    p.add_argument(
-        "--cache", default=DOWNLOAD_CACHE, help="OpenML's and scikit-learn's caches (default %(default)s)"
-    )
+    p.add_argument("--cache", default=DOWNLOAD_CACHE, help="OpenML's and scikit-learn's caches (default %(default)s)")
     p.add_argument("--out", default=None, help="also write the table as TSV")
     p.add_argument("--log", default=None)
     p.set_defaults(func=_cmd_check_sources)

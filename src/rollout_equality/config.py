@@ -2,8 +2,9 @@
 
 The schema (``workflow/schemas/config.schema.yaml``) checks every key, type and range and fills in
 defaults; :func:`check_references` then checks that every experiment names a model and a data set
-defined in the config, of the same modality, that every tabular suite names defined tables, and
-that the dynamics study's ALBERT runs read text. Each error names the entry and what to fix.
+defined in the config, of the same modality, that every tabular suite names defined tables, that
+the dynamics study's ALBERT runs read text, and that every claim's subject is a defined model or
+table. Each error names the entry and what to fix.
 """
 
 from __future__ import annotations
@@ -46,6 +47,15 @@ def check_references(config: dict[str, Any]) -> None:
         for suite in ablation["suites"]:
             if suite not in config["suites"]:
                 raise ValueError(f"tabular.ablation.suites: {suite!r} is not a suite (suites: in the config)")
+        claim = ablation.get("claim")
+        entry = config["claims"].get(claim, {})
+        about_ftt = any(s.startswith(FTT_PREFIX) for s in entry.get("subjects", []))
+        if claim is not None and (entry.get("kind") != "rate" or not about_ftt):
+            raise ValueError(
+                f"tabular.ablation.claim: {claim!r} is not a claim of kind rate about FT-Transformer (subjects "
+                "ftt:<table>) under claims:"
+            )
+    check_claims(config)
     for name, entry in resolved_tables(config).items():
         if entry["split"]["test"] == "source" and "csv" not in entry["source"]:
             raise ValueError(
@@ -54,6 +64,57 @@ def check_references(config: dict[str, Any]) -> None:
             )
         if entry["split"]["test"] == "source" and not entry["source"]["csv"].get("test_path"):
             raise ValueError(f"tabular table {name!r}: split test: source needs `test_path` in its csv source")
+
+
+FTT_PREFIX = "ftt:"
+"""A claim's subject ``ftt:<table>`` stands for every FT-Transformer run of a table of ``tabular.datasets``."""
+
+
+def check_claims(config: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the claim and the name when a claim's subject (or out-of-sample model) is
+    neither a model under ``models:`` nor ``ftt:<table>`` of a table under ``tabular.datasets``; or when more
+    than one claim is of kind ``baseline`` (the figure and the paper quote one range)."""
+    models, tables = config["models"], config["tabular"]["datasets"]
+    for name, claim in config["claims"].items():
+        for subject in [*claim.get("subjects", []), *claim.get("out_of_sample", {})]:
+            if subject.startswith(FTT_PREFIX):
+                if subject.removeprefix(FTT_PREFIX) not in tables:
+                    raise ValueError(
+                        f"claims.{name}: subject {subject!r} names table {subject.removeprefix(FTT_PREFIX)!r}, "
+                        "which is not defined under tabular.datasets"
+                    )
+            elif subject not in models:
+                raise ValueError(
+                    f"claims.{name}: subject {subject!r} is not defined under models: in the config (rename it "
+                    f"here too, or write ftt:<table> for a table of tabular.datasets)"
+                )
+    kinds = [name for name, claim in config["claims"].items() if claim["kind"] == "baseline"]
+    if len(kinds) > 1:
+        raise ValueError(f"claims: {', '.join(kinds)} are all of kind baseline; keep one")
+
+
+def claim_reasons(config: dict[str, Any], suite: str) -> dict[str, str]:
+    """Why suite ``suite`` has no records of a claim's subject, for every subject it does not measure:
+    the suites that do measure it, or that none does."""
+    reasons = {}
+    for claim in config["claims"].values():
+        for subject in claim.get("subjects", []):
+            if subject.startswith(FTT_PREFIX):
+                table = subject.removeprefix(FTT_PREFIX)
+                where = [s for s, names in config["tabular"]["suites"].items() if table in names]
+                section = "tabular.suites"
+            else:
+                where = [s for s, exps in config["suites"].items() if any(e["model"] == subject for e in exps)]
+                section = "suites"
+            if suite in where:
+                continue
+            others = ", ".join(repr(s) for s in where)
+            reasons[subject] = (
+                f"not in suite {suite!r}: measured by suite {others}"
+                if where
+                else f"in no suite (add it under {section}:)"
+            )
+    return reasons
 
 
 ABLATION_SEP = "@"

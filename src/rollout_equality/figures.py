@@ -17,9 +17,6 @@ import pandas as pd  # noqa: E402
 from rollout_equality.io import atomic_path  # noqa: E402
 from rollout_equality.paths import FIGURE_NAMES as SUITE_FIGURES  # noqa: E402
 
-PAPER_BASELINE_RANGE = (0.24, 0.30)
-"""The abstract's range for uniformly random stochastic matrices."""
-
 # Fixed metadata keeps PDFs byte-identical between runs.
 _PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
 _PNG_METADATA = {"Software": None}
@@ -33,11 +30,20 @@ def save(fig: plt.Figure, path: str | os.PathLike) -> None:
         fig.savefig(tmp, format=path.suffix.lstrip("."), metadata=metadata, dpi=200, bbox_inches="tight")
 
 
-def baseline_figure(df: pd.DataFrame) -> plt.Figure:
-    """Rate of the condition on random stochastic matrices against n, with Wilson 95% intervals."""
+def baseline_figure(df: pd.DataFrame, claim: Mapping | None = None) -> plt.Figure:
+    """Rate of the condition on random stochastic matrices against n, with Wilson 95% intervals; ``claim`` (the
+    config's claim of kind baseline) as a band over the sizes it covers."""
     fig, ax = plt.subplots(figsize=(5.0, 3.2))
-    lo, hi = PAPER_BASELINE_RANGE
-    ax.axhspan(100 * lo, 100 * hi, color="0.88", label=f"paper: {100 * lo:.0f}–{100 * hi:.0f}%")
+    if claim is not None:
+        lo, hi = claim["range"]
+        ax.fill_between(
+            [max(claim["min_n"], df["n"].min()), df["n"].max()],
+            100 * lo,
+            100 * hi,
+            color="0.88",
+            lw=0,
+            label=f"paper: {100 * lo:.0f}–{100 * hi:.0f}% (n ≥ {claim['min_n']})",
+        )
     ax.errorbar(
         df["n"],
         100 * df["rate"],
@@ -62,9 +68,9 @@ def baseline_figure(df: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def write_baseline_figure(df: pd.DataFrame, *paths: str | os.PathLike) -> None:
+def write_baseline_figure(df: pd.DataFrame, claim: Mapping | None, *paths: str | os.PathLike) -> None:
     """Draw :func:`baseline_figure` once and save it to every path given (.pdf / .png)."""
-    write_figure(baseline_figure(df), *paths)
+    write_figure(baseline_figure(df, claim), *paths)
 
 
 def _colours(models) -> dict[str, str]:
@@ -272,7 +278,7 @@ def write_suite_figures(
     suite's experiments marked ``heatmap: true`` come first in ``dump_paths``).
     """
     from rollout_equality.records import read_records
-    from rollout_equality.tables import depth_rates
+    from rollout_equality.stats import depth_rates
 
     paths = {name: [Path(out[f"{name}_pdf"]), Path(out[f"{name}_png"])] for name in SUITE_FIGURES}
     records = pd.concat([read_records(p) for p in record_paths], ignore_index=True)

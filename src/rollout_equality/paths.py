@@ -60,13 +60,16 @@ TABLE_NAMES = {
     "rates": "model_rates",
     "depth": "depth_rates",
     "rollout": "rollout_summary",
+    "special": "special_tokens",
     "ftt": "ftt",
 }
 """The suite tables by key: CSV and HTML under results/tables/<suite>/, LaTeX under paper/tables/<suite>/."""
+LATEX_TABLES = ("claims", "rates", "depth", "rollout", "ftt")
+"""The suite tables that the paper also shows, as LaTeX."""
 SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
     **{key: f"{RESULTS}/tables/{{suite}}/{name}.csv" for key, name in TABLE_NAMES.items()},
     **{f"html_{key}": f"{RESULTS}/tables/{{suite}}/{name}.html" for key, name in TABLE_NAMES.items()},
-    **{f"tex_{key}": f"{PAPER}/tables/{{suite}}/{name}.tex" for key, name in TABLE_NAMES.items()},
+    **{f"tex_{key}": f"{PAPER}/tables/{{suite}}/{TABLE_NAMES[key]}.tex" for key in LATEX_TABLES},
     "tex_macros": f"{PAPER}/tables/{{suite}}/macros.tex",
 }
 FIGURE_NAMES = ("depth", "slack", "rollout", "heatmap")

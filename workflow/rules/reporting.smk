@@ -23,6 +23,8 @@ rule write_baseline_figure:
         "results/logs/write_baseline_figure.log",
     conda:
         "../../envs/workflow.yaml"
+    params:
+        claim=baseline_claim(config["claims"]),
     script:
         "../scripts/write_baseline_figure.py"
 
@@ -41,6 +43,10 @@ rule write_suite_tables:
         "results/logs/write_suite_tables/{suite}.log",
     conda:
         "../../envs/workflow.yaml"
+    params:
+        claims=config["claims"],
+        not_run=lambda w: claim_reasons(config, w.suite),
+        ablation_claim=lambda w: ABLATION.get("claim") if ablation_in(w.suite) else None,
     script:
         "../scripts/write_suite_tables.py"
 

@@ -114,6 +114,7 @@ rule write_ftt_ablation:
         "../../envs/workflow.yaml"
     params:
         settings=lambda w: {t: e for t, e in TABLES.items() if "ablation" in e},
+        claim=lambda w: config["claims"].get(ABLATION.get("claim")) if ABLATION else None,
     script:
         "../scripts/write_ftt_ablation.py"
 

@@ -7,8 +7,8 @@ from rollout_equality.job import prelude
 prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
 from rollout_equality.baseline import random_baseline
+from rollout_equality.formats import write_csv
 from rollout_equality.io import logging_to
-from rollout_equality.tables import write_csv
 
 with logging_to(snakemake.log[0]):
     p = snakemake.params

@@ -11,4 +11,6 @@ from rollout_equality.io import logging_to
 from rollout_equality.tables import read_baseline
 
 with logging_to(snakemake.log[0]):
-    write_baseline_figure(read_baseline(snakemake.input.csv), snakemake.output.pdf, snakemake.output.png)
+    write_baseline_figure(
+        read_baseline(snakemake.input.csv), snakemake.params.claim, snakemake.output.pdf, snakemake.output.png
+    )

@@ -15,4 +15,5 @@ with logging_to(snakemake.log[0]):
         list(snakemake.input.metrics),
         snakemake.params.settings,
         dict(snakemake.output.items()),
+        claim=snakemake.params.claim,
     )

@@ -15,6 +15,9 @@ with logging_to(snakemake.log[0]):
         list(snakemake.input.rollout),
         snakemake.input.baseline,
         dict(snakemake.output.items()),
+        snakemake.params.claims,
         metrics_files=list(snakemake.input.metrics),
         ablation_csv=snakemake.input.ablation[0] if snakemake.input.ablation else None,
+        not_run=snakemake.params.not_run,
+        ablation_claim=snakemake.params.ablation_claim,
     )

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.dynamics.consensus import EXPERIMENTS, run_experiment, split_share
+from rollout_equality.formats import write_csv, write_html, write_latex
 from rollout_equality.io import atomic_path, progress, require_paths, write_json
 from rollout_equality.paths import ALBERT_REPORT, SIMULATION_FIGURES, SIMULATION_REPORT
 from rollout_equality.paths import SIMULATIONS as SIMULATION_FILES  # the files simulate_dynamics writes, by key
-from rollout_equality.tables import write_csv, write_html, write_latex
 
 BETA_SWEEP_COLUMNS = ["beta", "spectral_radius", "stable", "basin_radius", "uniform_bipartite"]
 
