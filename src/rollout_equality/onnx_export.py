@@ -298,7 +298,7 @@ def build_from_export(name: str, spec: dict[str, Any], modality: str, out_dir: P
         raise ValueError(f"model {name!r}: an onnx_export source of a {modality} model needs `{needed}:`")
     path_spec = spec["path"]
     try:
-        onnx_path = resolve_path(path_spec, pip_flags="--no-deps ")
+        onnx_path = resolve_path(path_spec)
     except FileNotFoundError as err:
         raise ModelUnavailableError(f"model {name!r}: its ONNX export is missing: {err}") from err
     record: dict[str, Any] = {"path": path_spec, "onnx_sha256": _sha256(onnx_path), "prefix": spec.get("prefix", "")}
