@@ -23,7 +23,7 @@ import os
 import numpy as np
 from _timing import interleaved_medians, median_time
 
-from rollout_equality.dobrushin import DEFAULT_ATOL, equality_condition, float64_sweep, serial_kernels
+from rollout_equality.dobrushin import DEFAULT_ATOL, equality_condition, float64_sweep, screened_sweep, serial_kernels
 from rollout_equality.reference import naive_condition
 
 
@@ -42,11 +42,8 @@ def simd_flags() -> str:
 
 def timed(A, screened: bool, threads: bool):
     def run():
-        if screened:
+        with screened_sweep() if screened else float64_sweep():
             equality_condition(A)
-        else:
-            with float64_sweep():
-                equality_condition(A)
 
     if threads:
         return run

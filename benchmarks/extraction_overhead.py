@@ -30,7 +30,7 @@ import torch
 import yaml
 from _timing import interleaved_medians
 
-from rollout_equality.dobrushin import float64_sweep
+from rollout_equality.dobrushin import float64_sweep, screened_sweep
 from rollout_equality.measure import measure_inputs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,7 +133,8 @@ def main():
                 torch.cuda.synchronize()
 
         def measured(overlap):
-            measure_inputs(extractor, ids, inputs, model="m", dataset="d", batch_size=ARGS.batch, overlap=overlap)
+            with screened_sweep():
+                measure_inputs(extractor, ids, inputs, model="m", dataset="d", batch_size=ARGS.batch, overlap=overlap)
 
         def measured_float64():
             with float64_sweep():

@@ -19,6 +19,7 @@ from rollout_equality.dobrushin import (
     equality_condition,
     float64_sweep,
     kappa,
+    screened_sweep,
     serial_kernels,
 )
 
@@ -96,6 +97,13 @@ SCALES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def screen_on():
+    """The screened kernels (opt-in) for every call of a test that does not ask for the float64 sweep."""
+    with screened_sweep():
+        yield
+
+
 @pytest.fixture
 def always_screen(monkeypatch):
     """The screened path for every n ≥ 2 and every band (no fallback to the float64 sweep)."""
@@ -147,6 +155,7 @@ def stacks(draw, max_n=300):
 @settings(
     max_examples=1000,
     deadline=None,
+    derandomize=True,  # the same examples in every run (CI included)
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],  # the fixture is constant
 )
 @given(stacks(), st.sampled_from([0.0, 1e-9, 1e-6, 1e-3]))
@@ -154,7 +163,7 @@ def test_screened_records_are_the_float64_records(always_screen, stack, atol):
     assert_same_records(stack, atol)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(stacks(max_n=200), st.sampled_from([0.0, 1e-9]))
 def test_screened_records_with_the_default_limits(stack, atol):
     """With the shipped SCREEN_MIN_N and SCREEN_MAX_WORK (small matrices and large bands go float64)."""

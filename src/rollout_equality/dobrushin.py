@@ -65,9 +65,8 @@ numpy arrays or torch tensors of shape (..., n, n), batched over leading
 dimensions. Everything is validated (see :func:`check_stochastic`) and analysed
 in float64. CUDA tensors are analysed on their device with ``torch.cdist``
 (float64); everything else on the CPU with a compiled kernel, whose O(n³) sweep
-is screened in float32 and decided in float64 (the float64 sweep's results bit for
-bit, see :mod:`rollout_equality._kernels`; :func:`float64_sweep` turns the screen
-off). Nothing is silently renormalised.
+runs in float64 (:func:`screened_sweep` opts in to screening it in float32 and
+deciding in float64, see :mod:`rollout_equality._kernels`). Nothing is silently renormalised.
 """
 
 from __future__ import annotations
@@ -103,24 +102,38 @@ def serial_kernels() -> Iterator[None]:
         _thread.serial = previous
 
 
-_float64_only = False
+_float64_only = True
+"""Whether the CPU analysis takes every pair's TV from the float64 sweep alone (the default). The float32 screen
+(:func:`screened_sweep`) is opt-in: it gave the float64 sweep's results bit for bit on every matrix the tests and
+the offline suite's real matrices checked, but once, in a full run of the test suite, an adversarial matrix gave a
+different result that did not recur in reruns, and that is not explained yet."""
 
 
 @contextlib.contextmanager
-def float64_sweep() -> Iterator[None]:
-    """Within this block, the CPU analysis takes every pair's TV from the float64 sweep alone
-    (:func:`rollout_equality._kernels.condition_batch`, :func:`~rollout_equality._kernels.kappa_batch`),
-    without the float32 screening the kernels use by default
-    (:func:`rollout_equality._kernels.condition_batch_screened`). The results are the same bit for bit;
-    tests and benchmarks compare the two. The switch is process-wide (the analysis of a batch runs on
-    worker threads), so it is meant for tests and benchmarks, not for toggling while others analyse."""
+def _sweep(float64_only: bool) -> Iterator[None]:
     global _float64_only
     previous = _float64_only
-    _float64_only = True
+    _float64_only = float64_only
     try:
         yield
     finally:
         _float64_only = previous
+
+
+def float64_sweep() -> contextlib.AbstractContextManager[None]:
+    """Within this block, the CPU analysis takes every pair's TV from the float64 sweep alone
+    (:func:`rollout_equality._kernels.condition_batch`, :func:`~rollout_equality._kernels.kappa_batch`), as it
+    does by default. The switch is process-wide (the analysis of a batch runs on worker threads), so it is meant
+    for tests and benchmarks, not for toggling while others analyse."""
+    return _sweep(True)
+
+
+def screened_sweep() -> contextlib.AbstractContextManager[None]:
+    """Within this block, the CPU analysis screens the sweep in float32 and decides in float64
+    (:func:`rollout_equality._kernels.condition_batch_screened`), meant to give the float64 sweep's results bit
+    for bit at about half its arithmetic. Opt-in (see :data:`_float64_only`); process-wide as
+    :func:`float64_sweep`."""
+    return _sweep(False)
 
 
 def _screened(n: int) -> bool:
