@@ -8,9 +8,6 @@ what crossed the wire.
 """
 
 import json
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -48,16 +45,7 @@ def served(tmp_path_factory):
 def prepare(proxy: FaultProxy, workdir: Path, revision: str, offline: bool = False) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     env = rehearse.environment(workdir, None if offline else proxy.endpoint)
-    res = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(PREPARE), REPO_ID, revision],
-        env=env,
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return rehearse.python(PREPARE, env, workdir, REPO_ID, revision, timeout=120)
 
 
 def assert_complete(out: dict, served, workdir: Path) -> None:

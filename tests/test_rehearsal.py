@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from hub_rehearsal import mirror, rehearse
+from hub_rehearsal.rehearse import python
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_MODELS = [
@@ -49,20 +49,6 @@ def rehearsal(tmp_path_factory):
             endpoint=endpoint,
             config=yaml.safe_load((workdir / "config.yaml").read_text()),
         )
-
-
-def python(code: str, env: dict[str, str], cwd: Path, *args: str) -> dict:
-    """Run ``code`` in a fresh interpreter with ``env`` (and ``sys.argv[1:] = args``); it prints one JSON object last."""
-    res = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_it(rehearsal, tmp_path):

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import yaml
@@ -107,6 +109,20 @@ def environment(workdir: str | os.PathLike, endpoint: str | None) -> dict[str, s
     else:
         env["HF_ENDPOINT"] = endpoint
     return env
+
+
+def python(code: str, env: dict[str, str], cwd: str | os.PathLike, *args: str, timeout: float = 600) -> dict:
+    """Run ``code`` in a fresh interpreter with ``env`` (and ``sys.argv[1:] = args``); it prints one JSON object last."""
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def snakemake(
