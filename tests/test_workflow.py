@@ -422,7 +422,10 @@ def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
 
         def attempt(b):
             try:
-                find(b).click()
+                element = find(b)
+                # into the middle of the view first: not under the report's fixed header or at the window's edge
+                b.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+                element.click()
             except (NoSuchElementException, ElementClickInterceptedException, StaleElementReferenceException):
                 return False
             return True
