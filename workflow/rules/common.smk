@@ -66,6 +66,7 @@ from rollout_equality.paths import (
     TABLE_NAMES,
     TABLE_RAW,
 )
+
 CHECK_STAMP = time.strftime("%Y%m%dT%H%M%S")  # names this run's SOURCES_REPORT
 
 
