@@ -54,7 +54,7 @@ def main() -> None:
     ids, images, _ = load_inputs(REPO / "resources/data" / args.dataset)
     for name in args.models:
         info = json.loads((REPO / "resources/models" / name / "model.json").read_text())
-        extractor = load(info, "cpu")
+        extractor = load(info, "cpu", image_backend="pil")
         stats = []  # (input, layer) -> dict
         for attention, special in extractor(images):
             content = np.flatnonzero(~special)

@@ -22,3 +22,14 @@ def validated(**sections) -> dict:
     config.update(copy.deepcopy(sections))
     validate(config, str(SCHEMA))
     return config
+
+
+def _records():
+    from rollout_equality.settings import Condition, Extraction, from_section
+
+    config = validated()
+    return from_section(Condition, config["condition"]), from_section(Extraction, config["extraction"])
+
+
+CONDITION, EXTRACTION = _records()
+"""The tiny config's ``condition`` and ``extraction`` sections, as the workflow's scripts pass them."""

@@ -5,12 +5,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from schema import CONDITION
 
 from rollout_equality.baseline import COLUMNS, random_baseline, random_stochastic, wilson_interval
 
 
 def test_table_shape_and_columns():
-    df = random_baseline([5, 3], trials=50, seed=1, show_progress=False)
+    df = random_baseline([5, 3], trials=50, seed=1, chunk_size=256, atol=CONDITION.atol, show_progress=False)
     assert list(df.columns) == COLUMNS
     assert df["n"].tolist() == [3, 5]  # sorted by n
     assert (df["trials"] == 50).all()
@@ -19,13 +20,13 @@ def test_table_shape_and_columns():
 
 
 def test_deterministic_and_independent_of_chunking():
-    a = random_baseline([4, 9], trials=300, seed=7, chunk_size=300, show_progress=False)
-    b = random_baseline([9, 4], trials=300, seed=7, chunk_size=7, show_progress=False)
+    a = random_baseline([4, 9], trials=300, seed=7, chunk_size=300, atol=CONDITION.atol, show_progress=False)
+    b = random_baseline([9, 4], trials=300, seed=7, chunk_size=7, atol=CONDITION.atol, show_progress=False)
     pd.testing.assert_frame_equal(a, b)
-    c = random_baseline([4, 9], trials=300, seed=8, show_progress=False)
+    c = random_baseline([4, 9], trials=300, seed=8, chunk_size=256, atol=CONDITION.atol, show_progress=False)
     assert not a["holds"].equals(c["holds"])
     # chunks side by side on worker threads, each on its own thread's kernels: the same table
-    d = random_baseline([9, 4], trials=300, seed=7, chunk_size=11, show_progress=False, workers=3)
+    d = random_baseline([9, 4], trials=300, seed=7, chunk_size=11, atol=CONDITION.atol, show_progress=False, workers=3)
     pd.testing.assert_frame_equal(a, d)
 
 
@@ -63,9 +64,9 @@ def test_wilson_interval_matches_formula():
     ],
 )
 def test_bad_arguments_raise(kwargs, message):
-    args = {"ns": [4], "trials": 10, "seed": 0, **kwargs}
+    args = {"ns": [4], "trials": 10, "seed": 0, "chunk_size": 256, **kwargs}
     with pytest.raises(ValueError, match=message):
-        random_baseline(show_progress=False, **args)
+        random_baseline(atol=CONDITION.atol, show_progress=False, **args)
 
 
 def test_the_paper_baseline_claim_holds():
@@ -85,6 +86,6 @@ def test_the_paper_baseline_claim_holds():
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
     claim = baseline_claim(config["claims"])
     ns = [n for n in (5, 16, 64, 256) if n >= claim["min_n"]]
-    df = random_baseline(ns, trials=8000, seed=2024, show_progress=False)
+    df = random_baseline(ns, trials=8000, seed=2024, chunk_size=256, atol=CONDITION.atol, show_progress=False)
     assert ((df["ci_high"] - df["ci_low"]) < 0.02).all()
     assert df["rate"].between(*claim["range"]).all(), df.to_string()

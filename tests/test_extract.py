@@ -10,6 +10,7 @@ import torch
 import yaml
 from models_tiny import FAMILIES, MINILM, build
 from PIL import Image
+from schema import CONDITION, EXTRACTION
 
 from rollout_equality.extract import NoAttentionError, load
 from rollout_equality.extract.transformers_backend import head_average
@@ -34,7 +35,7 @@ def built(tmp_path_factory):
 @pytest.mark.parametrize("name", [n for n, f in FAMILIES.items() if f[1] == "image"])
 def test_vision_families(name, built, images):
     _, _, _, n_special = FAMILIES[name]
-    ex = load(built[name], "cpu")
+    ex = load(built[name], "cpu", image_backend=EXTRACTION.image_backend)
     out = ex(images)
     assert len(out) == len(images)
     for layers, special in out:
@@ -49,7 +50,7 @@ def test_vision_families(name, built, images):
 
 @pytest.mark.parametrize("name", ["roberta", "distilbert", "bert"])
 def test_text_families_special_tokens(name, built):
-    ex = load(built[name], "cpu", max_tokens=32)
+    ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     enc = [ex.tokenizer(t, truncation=True, max_length=32)["input_ids"] for t in TEXTS]
     for (layers, special), ids in zip(ex(TEXTS), enc):
         assert layers.shape[1:] == (len(ids), len(ids))  # padding removed
@@ -72,11 +73,11 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
     Booleans, counts and witnesses are equal; the floats agree to float32 rounding
     (matrix products of different batch shapes round differently in the last bits).
     """
-    ex = load(built[name], "cpu", max_tokens=32)
+    ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     inputs = TEXTS if FAMILIES[name][1] == "text" else images
     ids = [f"x{i}" for i in range(len(inputs))]
-    batched, batched_ro, _ = measure_inputs(ex, ids, inputs, model=name, dataset="d", batch_size=3)
-    single, single_ro, _ = measure_inputs(ex, ids, inputs, model=name, dataset="d", batch_size=1)
+    batched, batched_ro, _ = measure_inputs(ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=3)
+    single, single_ro, _ = measure_inputs(ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=1)
     assert len(batched) == len(single) == 2 * len(inputs) * ex.n_layers
     for a, b in zip(batched, single):
         for key in (
@@ -99,10 +100,10 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
 
 @pytest.mark.parametrize("name", ["bert", "dinov2_reg"])
 def test_analysing_beside_the_forward_pass_gives_the_same_records_in_order(name, built, images):
-    ex = load(built[name], "cpu", max_tokens=32)
+    ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     inputs = (TEXTS if FAMILIES[name][1] == "text" else images) * 3
     ids = [f"x{i}" for i in range(len(inputs))]
-    kwargs = dict(model=name, dataset="d", batch_size=2, dump_inputs=3)
+    kwargs = dict(model=name, dataset="d", condition=CONDITION, batch_size=2, dump_inputs=3)
     threads = torch.get_num_threads()
     plain = measure_inputs(ex, ids, inputs, **kwargs)
     assert torch.get_num_threads() == threads  # one thread for torch while the workers analyse, then restored
@@ -128,7 +129,9 @@ def test_real_minilm_offline(tmp_path):
     assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
     assert layers.shape == (6, len(tokens), len(tokens))
     assert np.array_equal(special, [t in ("[CLS]", "[SEP]") for t in tokens])
-    rows, ro, _ = measure_inputs(ex, ["a", "b", "c"], TEXTS, model="minilm", dataset="t")
+    rows, ro, _ = measure_inputs(
+        ex, ["a", "b", "c"], TEXTS, model="minilm", dataset="t", condition=CONDITION, batch_size=3
+    )
     assert {r["token_set"] for r in rows} == {"content", "all"}
     assert all(r["holds"] == r["holds_direct"] for r in rows)
     assert all(r["kappa_rollout"] <= r["product_kappa_half"] + 1e-12 <= r["product_bound"] + 2e-12 for r in ro)
@@ -157,14 +160,15 @@ def test_random_controls_draw_the_weights_saving_them_gave(name, built, tmp_path
         config = transformers.AutoConfig.from_pretrained(path)  # as built: vocabulary size from the tokenizer
         transformers.AutoModel.from_config(config).save_pretrained(tmp_path)
         saved = transformers.AutoModel.from_pretrained(tmp_path, attn_implementation="eager")
-    drawn = load(info).model
+    drawn = load(info, "cpu", image_backend=EXTRACTION.image_backend).model
+    redrawn = {**info, "random_init": {**info["random_init"], "seed": 1}}
     mine, theirs = drawn.state_dict(), saved.state_dict()
     assert mine.keys() == theirs.keys()
     assert all(torch.equal(mine[k], theirs[k]) for k in mine)
     assert not all(
         torch.equal(a, b)
         for a, b in zip(
-            mine.values(), load({**info, "random_init": {**info["random_init"], "seed": 1}}).model.state_dict().values()
+            mine.values(), load(redrawn, "cpu", image_backend=EXTRACTION.image_backend).model.state_dict().values()
         )
     )
 
@@ -209,7 +213,7 @@ def test_offline_download_fails_fast_with_the_ways_out(tmp_path, monkeypatch):
 def test_bad_model_entries(tmp_path):
     with pytest.raises(ValueError, match="exactly one of hub, local, dist_zip, onnx_export, random_init"):
         prepare_model("m", {"backend": "transformers", "modality": "text"}, tmp_path, tmp_path / "m.json")
-    with pytest.raises(ValueError, match="backend must be one of"):
+    with pytest.raises(ValueError, match=r"model 'm': backend: 'keras' is not one of \['transformers', 'timm'\]"):
         prepare_model("m", {"backend": "keras", "modality": "text", "local": "."}, tmp_path, tmp_path / "m.json")
     with pytest.raises(ModelUnavailableError, match="does not exist"):
         prepare_model(
@@ -289,7 +293,7 @@ def test_a_model_split_over_distributions_is_joined_checked_unpacked_and_loaded(
 
     source = tmp_path / "tiny-bert"  # the tiny BERT with its weights saved, as a hub snapshot holds it
     shutil.copytree(built["bert"]["path"], source)
-    load(built["bert"]).model.save_pretrained(source)
+    load(built["bert"], "cpu").model.save_pretrained(source)
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:
         for path in sorted(source.iterdir()):
@@ -462,9 +466,12 @@ def test_measure_inputs_bad_arguments_name_them():
     def never(batch):  # the arguments are checked before any forward pass
         raise AssertionError("extractor called")
 
-    for kwargs, message in (({"workers": 0}, "workers must be at least 1"), ({"batch_size": 0}, "batch_size")):
+    for kwargs, message in (
+        ({"workers": 0, "batch_size": 1}, "workers must be at least 1"),
+        ({"batch_size": 0}, "batch_size must be at least 1"),
+    ):
         with pytest.raises(ValueError, match=message):
-            measure_inputs(never, ["a"], ["x"], model="m", dataset="d", **kwargs)
+            measure_inputs(never, ["a"], ["x"], model="m", dataset="d", condition=CONDITION, **kwargs)
 
 
 class _SizedExtractor:
@@ -493,18 +500,18 @@ def test_batches_by_length_keep_input_order():
     sizes = [9, 3, 7, 3, 12, 5, 7, 4]
     inputs = list(enumerate(sizes))
     ids = [f"x{i}" for i in range(len(inputs))]
-    kwargs = dict(model="m", dataset="d", batch_size=3, dump_inputs=2)
+    kwargs = dict(model="m", dataset="d", condition=CONDITION, batch_size=3, dump_inputs=2)
     sized = _SizedExtractor()
-    by_length = measure_inputs(sized, ids, inputs, **kwargs)
+    by_length = measure_inputs(sized, ids, inputs, batch_by_length=True, **kwargs)
     assert sized.batches == [[3, 3, 4], [5, 7, 7], [9, 12]]
     plain_ex = _SizedExtractor()
-    plain = measure_inputs(plain_ex, ids, inputs, batch_by_length=False, **kwargs)
+    plain = measure_inputs(plain_ex, ids, inputs, **kwargs)  # input order (the default)
     assert plain_ex.batches == [[9, 3, 7], [3, 12, 5], [7, 4]]
     assert by_length[0] == plain[0] and by_length[1] == plain[1]  # same rows, input order
     assert list(dict.fromkeys(r["input_id"] for r in by_length[0])) == ids
     assert list(by_length[2]) == ["x0/attention", "x0/special", "x1/attention", "x1/special"]
     assert all(np.array_equal(by_length[2][k], plain[2][k]) for k in plain[2])
-    overlapped = measure_inputs(_SizedExtractor(), ids, inputs, overlap=True, **kwargs)
+    overlapped = measure_inputs(_SizedExtractor(), ids, inputs, overlap=True, batch_by_length=True, **kwargs)
     assert overlapped[0] == by_length[0] and overlapped[1] == by_length[1]
 
 
@@ -515,13 +522,14 @@ def test_text_batches_by_length_give_the_records_of_input_order(built):
     texts = TEXTS + ["one two three four five six seven eight nine ten", "Short one.", "A"]
     assert ex.input_sizes(texts) == [len(ex.tokenizer(t, truncation=True, max_length=32)["input_ids"]) for t in texts]
     ids = [f"x{i}" for i in range(len(texts))]
-    sorted_rows, sorted_ro, _ = measure_inputs(ex, ids, texts, model="r", dataset="d", batch_size=2)
-    plain_rows, plain_ro, _ = measure_inputs(
-        ex, ids, texts, model="r", dataset="d", batch_size=2, batch_by_length=False
-    )
+    kwargs = dict(model="r", dataset="d", condition=CONDITION, batch_size=2)
+    sorted_rows, sorted_ro, _ = measure_inputs(ex, ids, texts, batch_by_length=True, **kwargs)
+    plain_rows, plain_ro, _ = measure_inputs(ex, ids, texts, **kwargs)
     assert [r["input_id"] for r in sorted_ro] == [r["input_id"] for r in plain_ro]
     for a, b in zip(sorted_rows, plain_rows):
         for key in ("input_id", "layer", "token_set", "n_tokens", "holds", "holds_direct", "n_max_pairs"):
             assert a[key] == b[key], (key, a, b)
         assert a["kappa"] == pytest.approx(b["kappa"], abs=1e-5)
-    assert load(built["dinov2_reg"], "cpu").input_sizes([None]) is None  # images: one size, input order
+    assert (
+        load(built["dinov2_reg"], "cpu", image_backend=EXTRACTION.image_backend).input_sizes([None]) is None
+    )  # images: one size, input order

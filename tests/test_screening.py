@@ -305,7 +305,9 @@ def test_untrained_control_records_are_the_float64_records(tmp_path):
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
     spec = config["models"]["dinov2_small_random"]
-    ex = load(prepare_model("dinov2_small_random", spec, tmp_path, tmp_path / "d" / "model.json"), "cpu")
+    ex = load(
+        prepare_model("dinov2_small_random", spec, tmp_path, tmp_path / "d" / "model.json"), "cpu", image_backend="pil"
+    )
     images = [Image.fromarray(skimage.data.astronaut()), Image.fromarray(skimage.data.coffee())]
     rows, rollout, got = _records_both_ways(ex, images)
     assert {r["n_tokens"] for r in rows} == {257, 256}

@@ -11,6 +11,7 @@ from schema import REPO, validated
 
 from rollout_equality.ftt import _inputs, block_attention, build_model, load_trained, measure_ftt, train_ftt
 from rollout_equality.records import read_records
+from rollout_equality.settings import Condition
 from rollout_equality.tabular import TableUnavailableError, load_prepared, load_raw, prepare_tabular, split_indices
 
 ADULT = {
@@ -133,7 +134,9 @@ def test_two_logit_head_trains_with_cross_entropy(tmp_path):
         seed=0,
         max_epochs=1,
         patience=1,
+        batch_size=256,
         binary_head="two_logits",
+        device="cpu",
     )
     assert m["binary_head"] == "two_logits" and 0.3 < m["test"] <= 1
     _, _, model = load_trained(*files(tmp_path, "cancer"), tmp_path / "m.pt", tmp_path / "m.json")
@@ -198,6 +201,8 @@ def test_bad_tables_raise(tmp_path):
             },
             tmp_path,
         )
+    with pytest.raises(ValueError, match=r"data set 't': source: .*give exactly one of openml, sklearn, csv; got \["):
+        load_raw("t", {"task": "binclass", "source": {"sklearn": "diabetes", "openml": {"id": 1590}}}, tmp_path)
 
 
 def test_openml_unreachable_fails_fast_naming_the_data_set(tmp_path):
@@ -221,7 +226,9 @@ def trained(tmp_path_factory):
             seed=3,
             max_epochs=3,
             patience=2,
+            batch_size=256,
             binary_head="one_logit",
+            device="cpu",
             published={"metric": "accuracy", "value": 0.97},
         )
     return root, runs
@@ -272,8 +279,8 @@ def test_measure_records_cls_is_special_and_deterministic(trained, tmp_path):
             tmp_path / run / "r.parquet",
             tmp_path / run / "r.rollout.parquet",
             n_inputs=12,
-            atol=1e-9,
-            row_sum_atol=1e-5,
+            device="cpu",
+            condition=Condition(atol=1e-9, row_sum_atol=1e-5),
         )
     df = read_records(tmp_path / "a/r.parquet")
     assert len(df) == 12 * 3 * 2 and set(df["n_tokens"]) == {31, 30}  # 30 features (+ [CLS])

@@ -13,12 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from schema import SCHEMA
+from schema import CONDITION, SCHEMA
 from snakemake.utils import validate
 from snakemake_interface_common.exceptions import WorkflowError
 
 from rollout_equality.baseline import random_baseline
 from rollout_equality.config import check_references
+from rollout_equality.settings import Baseline, from_section
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -220,7 +221,10 @@ PAPER_ONLY = "paper/tables/offline/ftt_ablation_section.tex"  # written by the p
 def test_offline_baseline_table_figure_and_log(run_a):
     a = run_a
     table = pd.read_csv(a / "results/baseline/random_baseline.csv")
-    expected = random_baseline([3, 8, 17], trials=120, seed=3, chunk_size=50, show_progress=False)
+    b = from_section(Baseline, TINY["baseline"])
+    expected = random_baseline(
+        b.ns, b.trials, b.seed, atol=CONDITION.atol, chunk_size=b.chunk_size, show_progress=False
+    )
     pd.testing.assert_frame_equal(table, expected, check_exact=False, atol=1e-6)
     tex = (a / "paper/tables/baseline.tex").read_text()
     assert "\\toprule" in tex and "\\bottomrule" in tex and tex.count("\\\\") == 4  # header + 3 rows

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from rollout_equality.dobrushin import DEFAULT_ATOL, call_serially, equality_condition
+from rollout_equality.dobrushin import call_serially, equality_condition
 from rollout_equality.io import progress
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ def random_stochastic(n: int, trial: int, seed: int) -> np.ndarray:
     return rng.dirichlet(np.ones(n), size=n)
 
 
-def count_holds(n: int, start: int, stop: int, seed: int, atol: float = DEFAULT_ATOL) -> tuple[int, int]:
+def count_holds(n: int, start: int, stop: int, seed: int, atol: float) -> tuple[int, int]:
     """Run trials start..stop-1 of size n.
 
     Returns (trials where the condition holds, trials where the characterisation
@@ -79,8 +79,9 @@ def random_baseline(
     ns: Iterable[int],
     trials: int,
     seed: int,
-    atol: float = DEFAULT_ATOL,
-    chunk_size: int = 256,
+    *,
+    atol: float,
+    chunk_size: int,
     show_progress: bool = True,
     workers: int = 1,
 ) -> pd.DataFrame:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL
 from rollout_equality.paths import DOWNLOAD_CACHE, MODELS
+from rollout_equality.schema import CONFIG
 
 
 def _cmd_condition(args: argparse.Namespace) -> int:
@@ -27,7 +27,8 @@ def _cmd_condition(args: argparse.Namespace) -> int:
         A = np.loadtxt(path, delimiter="," if path.suffix == ".csv" else None, ndmin=2)
     else:
         raise SystemExit(f"error: {path}: give a .npy, .csv or whitespace-separated .txt matrix")
-    result = equality_condition(A, atol=args.atol, row_sum_atol=args.row_sum_atol)
+    condition = _section(args, "condition")
+    result = equality_condition(A, atol=condition.atol, row_sum_atol=condition.row_sum_atol)
     out = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in result.as_dict().items()}
     json.dump(out, sys.stdout, indent=2)
     print()
@@ -39,8 +40,9 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     from rollout_equality.formats import write_csv
     from rollout_equality.io import logging_to
 
+    b, condition = _section(args, "baseline"), _section(args, "condition")
     with logging_to(args.log):
-        df = random_baseline(args.n, args.trials, args.seed, atol=args.atol, chunk_size=args.chunk_size)
+        df = random_baseline(b.ns, b.trials, b.seed, atol=condition.atol, chunk_size=b.chunk_size)
         write_csv(df, args.out)
     return 0
 
@@ -79,7 +81,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             spec["hub"] = {"id": src, "revision": args.revision}
         name = args.name or Path(src.removeprefix("package:")).name
         info = prepare_model(name, spec, Path(args.resources) / name, Path(args.resources) / name / "model.json")
-        common = dict(batch_size=args.batch_size, atol=args.atol, row_sum_atol=args.row_sum_atol)
+        extraction, condition = _section(args, "extraction"), _section(args, "condition")
         if args.data:
             measure(
                 info,
@@ -88,10 +90,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
                 rollout_out,
                 model=name,
                 dataset=Path(args.data).name,
-                device=args.device,
-                max_tokens=args.max_tokens,
-                image_backend=args.image_backend,
-                **common,
+                extraction=extraction,
+                condition=condition,
             )
             return 0
         if args.texts:
@@ -104,8 +104,19 @@ def _cmd_measure(args: argparse.Namespace) -> int:
 
             inputs = [Image.open(p).convert("RGB") for p in args.images]
             ids, dataset = [Path(p).name for p in args.images], "images"
-        extractor = load(info, args.device, max_tokens=args.max_tokens, image_backend=args.image_backend)
-        rows, rollout_rows, _ = measure_inputs(extractor, ids, inputs, model=name, dataset=dataset, **common)
+        extractor = load(
+            info, extraction.device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend
+        )
+        rows, rollout_rows, _ = measure_inputs(
+            extractor,
+            ids,
+            inputs,
+            model=name,
+            dataset=dataset,
+            condition=condition,
+            batch_size=extraction.batch_size,
+            batch_by_length=extraction.batch_by_length,
+        )
         write_records(
             out,
             rollout_out,
@@ -114,6 +125,38 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             {"model": info, "dataset": {"name": dataset}, "extraction": {"preprocessing": extractor.preprocessing}},
         )
     return 0
+
+
+_FLAGS = {  # the command-line flags that override a setting of config.yaml: (section, key) -> option's dest
+    ("condition", "atol"): "atol",
+    ("condition", "row_sum_atol"): "row_sum_atol",
+    ("baseline", "ns"): "n",
+    ("baseline", "trials"): "trials",
+    ("baseline", "seed"): "seed",
+    ("baseline", "chunk_size"): "chunk_size",
+    ("extraction", "batch_size"): "batch_size",
+    ("extraction", "device"): "device",
+    ("extraction", "max_tokens"): "max_tokens",
+    ("extraction", "image_backend"): "image_backend",
+}
+
+
+def _section(args: argparse.Namespace, name: str):
+    """config.yaml's section ``name`` (of ``--configfile``, validated, the schema's defaults filled in) as its
+    record (rollout_equality.settings), with the values given on the command line in place of the file's."""
+    import dataclasses
+
+    from rollout_equality.settings import SECTIONS, from_section
+
+    record = from_section(SECTIONS[name], load_config(args.configfile)[name])
+    given = {
+        key: getattr(args, dest)
+        for (section, key), dest in _FLAGS.items()
+        if section == name and getattr(args, dest, None) is not None
+    }
+    if "ns" in given:
+        given["ns"] = tuple(given["ns"])
+    return dataclasses.replace(record, **given)
 
 
 def load_config(paths: list[str]) -> dict:
@@ -157,18 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("condition", help="test the equality condition on one matrix (or a stack) and print JSON")
     p.add_argument("matrix", help="a .npy array (..., n, n), or a .csv / .txt matrix")
-    p.add_argument("--atol", type=float, default=DEFAULT_ATOL, help="condition tolerance (default %(default)g)")
-    p.add_argument(
-        "--row-sum-atol", type=float, default=DEFAULT_ROW_SUM_ATOL, help="row-sum tolerance (default %(default)g)"
-    )
+    _condition_flags(p)
+    _configfile_flag(p)
     p.set_defaults(func=_cmd_condition)
 
     p = sub.add_parser("baseline", help="random-matrix baseline table (CSV)")
-    p.add_argument("--n", type=int, nargs="+", required=True, help="matrix sizes")
-    p.add_argument("--trials", type=int, required=True, help="matrices per size")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--atol", type=float, default=DEFAULT_ATOL)
-    p.add_argument("--chunk-size", type=int, default=256, help="matrices tested at once (memory only)")
+    p.add_argument("--n", type=int, nargs="+", help="matrix sizes (default: baseline.ns)")
+    p.add_argument("--trials", type=int, help="matrices per size (default: baseline.trials)")
+    p.add_argument("--seed", type=int, help="default: baseline.seed")
+    p.add_argument("--chunk-size", type=int, help="matrices tested at once, memory only (default: baseline.chunk_size)")
+    _condition_flags(p)
+    _configfile_flag(p)
     p.add_argument("--out", required=True, help="CSV to write")
     p.add_argument("--log", default=None, help="log file (default: stderr)")
     p.set_defaults(func=_cmd_baseline)
@@ -191,17 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--texts", help="a text file, one input per line")
     src.add_argument("--images", nargs="+", help="image files")
     p.add_argument("--out", required=True, help="records file (.parquet); rollout records go beside it")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--max-tokens", type=int, default=None, help="truncate text inputs to this many tokens")
-    p.add_argument(
-        "--image-backend",
-        choices=["pil", "torchvision"],
-        default="pil",
-        help="transformers image processor backend (default %(default)s, the published pipeline)",
-    )
-    p.add_argument("--atol", type=float, default=DEFAULT_ATOL)
-    p.add_argument("--row-sum-atol", type=float, default=DEFAULT_ROW_SUM_ATOL)
+    p.add_argument("--batch-size", type=int, help="inputs per forward pass (default: extraction.batch_size)")
+    p.add_argument("--device", help="auto, cpu or cuda[:N] (default: extraction.device)")
+    p.add_argument("--max-tokens", type=int, help="truncate text inputs to this many tokens (extraction.max_tokens)")
+    p.add_argument("--image-backend", help="transformers image processor backend (extraction.image_backend)")
+    _condition_flags(p)
+    _configfile_flag(p)
     p.add_argument("--resources", default=MODELS, help="where hub snapshots and model.json go")
     p.add_argument("--log", default=None)
     p.set_defaults(func=_cmd_measure)
@@ -216,9 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="suite to check (repeatable; default: paper, what `download` fetches)",
     )
-    p.add_argument(
-        "--configfile", action="append", default=None, help="config file(s), merged in order (default: config.yaml)"
-    )
+    _configfile_flag(p)
     p.add_argument("--cache", default=DOWNLOAD_CACHE, help="OpenML's and scikit-learn's caches (default %(default)s)")
     p.add_argument("--out", default=None, help="also write the table as TSV")
     p.add_argument("--log", default=None)
@@ -226,11 +261,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configfile_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--configfile",
+        action="append",
+        default=None,
+        help=f"config file(s) merged in order into {CONFIG} (as snakemake --configfile), for settings not given as flags",
+    )
+
+
+def _condition_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--atol", type=float, help="condition tolerance (default: condition.atol)")
+    p.add_argument("--row-sum-atol", type=float, help="row-sum tolerance (default: condition.row_sum_atol)")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.configfile = [str(CONFIG), *(getattr(args, "configfile", None) or [])]  # as Snakemake merges --configfile
     if args.command == "check-sources":
         args.suite = args.suite or ["paper"]
-        args.configfile = args.configfile or ["config.yaml"]
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError) as err:

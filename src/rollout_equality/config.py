@@ -168,13 +168,23 @@ def with_defaults(section: str, name: str, entry: dict[str, Any]) -> dict[str, A
 
     Raises ``ValueError`` naming the entry and what the schema rejects.
     """
+    return checked(("properties", section, "additionalProperties"), f"{section} entry {name!r}", entry)
+
+
+def checked(keys: tuple[str, ...], what: str, value: Any) -> Any:
+    """``value`` checked against the schema's node at ``keys`` (a path into config.schema.yaml) and completed with
+    its defaults: the library's entry points check their arguments with the schema, which states every
+    enumeration and every "exactly one source" rule once. Raises ``ValueError`` starting with ``what``."""
     import copy
 
     import jsonschema
     import yaml
 
     schema = yaml.safe_load(SCHEMA.read_text())
-    sub = {**schema["properties"][section]["additionalProperties"], "$defs": schema.get("$defs", {})}
+    sub = schema
+    for key in keys:
+        sub = sub[key]
+    sub = {**sub, "$defs": schema.get("$defs", {})}
     validator_class = jsonschema.validators.validator_for(sub)
 
     def set_defaults(validator, properties, instance, subschema):
@@ -185,9 +195,23 @@ def with_defaults(section: str, name: str, entry: dict[str, Any]) -> dict[str, A
         yield from validator_class.VALIDATORS["properties"](validator, properties, instance, subschema)
 
     filling = jsonschema.validators.extend(validator_class, {"properties": set_defaults})
-    entry = copy.deepcopy(entry)
-    errors = sorted(filling(sub).iter_errors(entry), key=lambda e: list(e.path))
+    value = copy.deepcopy(value)
+    errors = sorted(filling(sub).iter_errors(value), key=lambda e: list(e.path))
     if errors:
         where = "/".join(map(str, errors[0].path)) or "the entry"
-        raise ValueError(f"{section} entry {name!r}: {where}: {errors[0].message}")
-    return entry
+        raise ValueError(f"{what}: {where}: {_message(errors[0])}")
+    return value
+
+
+def _message(error) -> str:
+    """jsonschema's message, or for a choice of one key among several ("exactly one source"), which keys."""
+    schema, instance = error.schema, error.instance
+    one_key = [alt.get("required") for alt in schema.get("oneOf", [])]
+    if error.validator == "oneOf" and one_key and all(r and len(r) == 1 for r in one_key):
+        keys = [r[0] for r in one_key]
+    elif error.validator in ("minProperties", "maxProperties") and schema.get("maxProperties") == 1:
+        keys = list(schema.get("properties", {}))
+    else:
+        return error.message
+    given = [k for k in keys if k in instance] if isinstance(instance, dict) else instance
+    return f"give exactly one of {', '.join(keys)}; got {given or 'none'}"

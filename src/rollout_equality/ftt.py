@@ -16,6 +16,7 @@ difference above 1e-5 raises. Training is untouched (the package's default).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -30,6 +31,7 @@ import torch.nn.functional as F
 
 from rollout_equality.io import atomic_path, progress, write_text
 from rollout_equality.schema import choices
+from rollout_equality.settings import Condition
 from rollout_equality.tabular import load_prepared
 
 log = logging.getLogger(__name__)
@@ -110,9 +112,9 @@ def train_ftt(
     seed: int,
     max_epochs: int,
     patience: int,
-    batch_size: int = 256,
+    batch_size: int,
     binary_head: str,
-    device: str = "cpu",
+    device: str,
     published: dict | None = None,
 ) -> dict[str, Any]:
     """Train on a prepared table with the default optimiser and early stopping on validation; write the best
@@ -241,6 +243,10 @@ def block_attention(model, x_cont, x_cat, check_atol: float = 1e-5) -> torch.Ten
     return torch.stack(layers, dim=1)
 
 
+MEASURE_ROWS = 256
+"""Test rows per forward pass of :func:`measure_ftt` (memory; each row is analysed alone)."""
+
+
 def measure_ftt(
     data_path,
     manifest_path,
@@ -250,13 +256,11 @@ def measure_ftt(
     rollout_path,
     *,
     n_inputs: int,
-    batch_size: int = 256,
-    device: str = "cpu",
-    atol: float,
-    row_sum_atol: float,
+    device: str,
+    condition: Condition,
 ) -> None:
     """Records of a trained FT-Transformer on the first ``n_inputs`` test rows (layer records to ``out_path``,
-    rollout records to ``rollout_path``), with the training seed of ``metrics_path`` in their ``seed`` column and
+    rollout records to ``rollout_path``; :data:`MEASURE_ROWS` rows per forward pass), with the training seed of ``metrics_path`` in their ``seed`` column and
     ``ftt_seed<seed>`` as their model name (a label: readers take the seed from the column)."""
     from rollout_equality.measure import measure_inputs
     from rollout_equality.records import write_records
@@ -280,9 +284,8 @@ def measure_ftt(
         model=model_name,
         dataset=manifest["name"],
         seed=metrics["seed"],
-        batch_size=batch_size,
-        atol=atol,
-        row_sum_atol=row_sum_atol,
+        condition=condition,
+        batch_size=MEASURE_ROWS,
     )
     metadata = {
         "model": {
@@ -292,7 +295,7 @@ def measure_ftt(
             "test_" + metrics["metric"]: metrics["test"],
         },
         "dataset": {"name": manifest["name"], "sha256": manifest["sha256"], "n": n},
-        "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
+        "condition": dataclasses.asdict(condition),
         "extraction": {
             "device": device,
             "attention": "every block recomputed from W_q, W_k; checked against the model's",

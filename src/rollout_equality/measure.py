@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -14,10 +15,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL
 from rollout_equality.extract import Extractor, load, resolve_device
 from rollout_equality.io import atomic_path, progress
 from rollout_equality.records import analyse_inputs, write_records
+from rollout_equality.settings import Condition, Extraction
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +65,18 @@ def measure_inputs(
     *,
     model: str,
     dataset: str,
+    condition: Condition,
+    batch_size: int,
     seed: int | None = None,
-    batch_size: int = 8,
-    atol: float = DEFAULT_ATOL,
-    row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
     dump_inputs: int = 0,
     overlap: bool = False,
+    batch_by_length: bool = False,
     workers: int | None = None,
-    batch_by_length: bool = True,
 ) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
-    """Run the extractor batch by batch and analyse each input alone.
+    """Run the extractor batch by batch and analyse each input alone, with the tolerances of ``condition``.
+
+    The options default to off (no dump, no overlap, batches in input order); the workflow's settings come
+    from config.yaml's ``extraction`` section through :func:`measure`.
 
     Returns (layer rows, rollout rows, dumped attention of the first ``dump_inputs``
     inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``).
@@ -115,8 +118,8 @@ def measure_inputs(
             model=model,
             dataset=dataset,
             seed=seed,
-            atol=atol,
-            row_sum_atol=row_sum_atol,
+            atol=condition.atol,
+            row_sum_atol=condition.row_sum_atol,
             pool=pool,
         )
 
@@ -159,20 +162,13 @@ def measure(
     *,
     model: str,
     dataset: str,
-    seed: int | None = None,
-    batch_size: int = 8,
-    device: str = "auto",
-    atol: float = DEFAULT_ATOL,
-    row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
-    max_tokens: int | None = None,
-    image_backend: str = "pil",
-    dump_inputs: int = 0,
+    extraction: Extraction,
+    condition: Condition,
     dump_path: str | os.PathLike | None = None,
-    overlap: bool | str = "auto",
-    batch_by_length: bool = True,
 ) -> None:
-    """Records of ``model`` on the prepared data set in ``data_dir``: layer records to ``out_path``,
-    rollout records to ``rollout_path``, attention of the first ``dump_inputs`` inputs to ``dump_path``."""
+    """Records of ``model`` on the prepared data set in ``data_dir``, read as ``extraction`` says and tested with
+    the tolerances of ``condition``: layer records to ``out_path``, rollout records to ``rollout_path``, attention
+    of the first ``extraction.dump_inputs`` inputs to ``dump_path`` (none without it)."""
     from rollout_equality.data import load_inputs, read_manifest
 
     manifest = read_manifest(data_dir)
@@ -181,10 +177,12 @@ def measure(
             f"model {model!r} reads {model_info['modality']} but data set {dataset!r} holds {manifest['modality']}"
         )
     ids, inputs, manifest = load_inputs(data_dir)
-    device = resolve_device(device)
+    device = resolve_device(extraction.device)
+    overlap = extraction.overlap
     if overlap == "auto":  # analyse beside the network when the network is not on the CPU's cores
         overlap = device.startswith("cuda")
-    extractor = load(model_info, device, max_tokens=max_tokens, image_backend=image_backend)
+    batch_size = extraction.batch_size
+    extractor = load(model_info, device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend)
     log.info("measuring %s on %s: %d inputs, batch %d, device %s", model, dataset, len(ids), batch_size, device)
     layer_rows, rollout_rows, dump = measure_inputs(
         extractor,
@@ -192,12 +190,11 @@ def measure(
         inputs,
         model=model,
         dataset=dataset,
+        condition=condition,
         batch_size=batch_size,
-        atol=atol,
-        row_sum_atol=row_sum_atol,
-        dump_inputs=dump_inputs if dump_path else 0,
+        dump_inputs=extraction.dump_inputs if dump_path else 0,
         overlap=overlap,
-        batch_by_length=batch_by_length,
+        batch_by_length=extraction.batch_by_length,
     )
     metadata = {
         "model": _portable(model_info),
@@ -207,13 +204,13 @@ def measure(
             "n": manifest.get("n"),
             "origin": {k: v for k, v in (manifest.get("origin") or {}).items() if k != "digests"},
         },
-        "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
+        "condition": dataclasses.asdict(condition),
         "extraction": {
             "device": device,
             "batch_size": batch_size,
             "overlap": overlap,
-            "batch_by_length": batch_by_length,
-            "max_tokens": max_tokens,
+            "batch_by_length": extraction.batch_by_length,
+            "max_tokens": extraction.max_tokens,
             "attention": "eager, head-averaged in float32, analysed in float64",
             "preprocessing": extractor.preprocessing,
         },

@@ -38,12 +38,12 @@ from typing import Any
 from rollout_equality import hub
 from rollout_equality.io import data_wheel_hint, write_json
 from rollout_equality.paths import MODEL_INFO, MODELS
+from rollout_equality.schema import node as schema_node
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("transformers", "timm")
-SOURCES = ("hub", "local", "dist_zip", "onnx_export", "random_init")
-MODALITIES = ("text", "image")
+SOURCES = tuple(alt["required"][0] for alt in schema_node("properties", "models", "additionalProperties")["oneOf"])
+"""The kinds of a model's source, as the schema lists them (an entry has exactly one)."""
 
 
 class ModelUnavailableError(RuntimeError):
@@ -270,15 +270,12 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
     exports to ``model_dir/onnx_export``, random builds to ``model_dir/random_init`` (each with a ``.json`` record beside it where there is one); ``local``
     sources stay where they are.
     """
+    from rollout_equality.config import checked
+
+    spec = checked(("properties", "models", "additionalProperties"), f"model {name!r}", spec)  # one source, ...
     backend, modality = spec["backend"], spec["modality"]
-    if backend not in BACKENDS:
-        raise ValueError(f"model {name!r}: backend must be one of {BACKENDS}; got {backend!r}")
-    if modality not in MODALITIES:
-        raise ValueError(f"model {name!r}: modality must be one of {MODALITIES}; got {modality!r}")
-    sources = [k for k in SOURCES if k in spec]
-    if len(sources) != 1:
-        raise ValueError(f"model {name!r}: give exactly one of {', '.join(SOURCES)}; got {sources or 'none'}")
-    info: dict[str, Any] = {"name": name, "backend": backend, "modality": modality, "source": sources[0]}
+    (source,) = (k for k in SOURCES if k in spec)
+    info: dict[str, Any] = {"name": name, "backend": backend, "modality": modality, "source": source}
     target = Path(model_dir)
     if "hub" in spec:
         repo_id, revision = spec["hub"]["id"], spec["hub"]["revision"]

@@ -155,10 +155,9 @@ def load_sklearn(name: str, table: str, cache_dir: str | os.PathLike) -> tuple[p
 
 def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> tuple[pd.DataFrame, str]:
     """(table with features and target, target column) of a tabular source; downloads are cached under ``cache_dir``."""
-    source = spec["source"]
-    kinds = [k for k in ("openml", "sklearn", "csv") if k in source]
-    if len(kinds) != 1:
-        raise ValueError(f"tabular data set {name!r}: give exactly one source (openml, sklearn, csv); got {kinds}")
+    from rollout_equality.config import checked
+
+    source = checked(("$defs", "table_source"), f"tabular data set {name!r}: source", spec["source"])
     if "openml" in source:
         return fetch_openml(name, int(source["openml"]["id"]), source["openml"].get("target"), cache_dir)
     if "sklearn" in source:

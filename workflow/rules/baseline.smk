@@ -12,10 +12,7 @@ rule random_baseline:
     resources:
         mem_mb=2000,
     params:
-        ns=config["baseline"]["ns"],
-        trials=config["baseline"]["trials"],
-        seed=config["baseline"]["seed"],
-        chunk_size=config["baseline"]["chunk_size"],
-        atol=config["condition"]["atol"],
+        baseline=config["baseline"],
+        condition=config["condition"],
     script:
         "../scripts/random_baseline.py"

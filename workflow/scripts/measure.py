@@ -10,24 +10,17 @@ prelude(snakemake.threads)  # offline, thread counts: before the library's impor
 
 from rollout_equality.io import logging_to
 from rollout_equality.measure import measure, read_model_info
+from rollout_equality.settings import Condition, Extraction, from_section
 
 with logging_to(snakemake.log[0]):
-    ex, cond, w = snakemake.params.extraction, snakemake.params.condition, snakemake.wildcards
     measure(
         read_model_info(snakemake.input.model),
         Path(snakemake.input.data).parent,
         snakemake.output.records,
         snakemake.output.rollout,
-        model=w.model,
-        dataset=w.dataset,
-        batch_size=ex["batch_size"],
-        device=ex["device"],
-        max_tokens=ex["max_tokens"],
-        image_backend=ex["image_backend"],
-        atol=cond["atol"],
-        row_sum_atol=cond["row_sum_atol"],
-        dump_inputs=ex["dump_inputs"],
+        model=snakemake.wildcards.model,
+        dataset=snakemake.wildcards.dataset,
+        extraction=from_section(Extraction, snakemake.params.extraction),
+        condition=from_section(Condition, snakemake.params.condition),
         dump_path=snakemake.output.dump,
-        overlap=ex["overlap"],
-        batch_by_length=ex["batch_by_length"],
     )

@@ -9,9 +9,10 @@ prelude(snakemake.params.training["threads"])  # offline, thread counts: before 
 from rollout_equality.extract import resolve_device
 from rollout_equality.ftt import measure_ftt
 from rollout_equality.io import logging_to
+from rollout_equality.settings import Condition, from_section
 
 with logging_to(snakemake.log[0]):
-    cond, inp, out = snakemake.params.condition, snakemake.input, snakemake.output
+    inp, out = snakemake.input, snakemake.output
     measure_ftt(
         inp.data,
         inp.manifest,
@@ -21,6 +22,5 @@ with logging_to(snakemake.log[0]):
         out.rollout,
         n_inputs=snakemake.params.n_inputs,
         device=resolve_device(snakemake.params.training["device"]),
-        atol=cond["atol"],
-        row_sum_atol=cond["row_sum_atol"],
+        condition=from_section(Condition, snakemake.params.condition),
     )

@@ -170,16 +170,18 @@ def read_manifest(data_dir: str | os.PathLike) -> dict[str, Any]:
 
 
 def prepare_data(name: str, spec: dict[str, Any], out_dir: str | os.PathLike) -> dict[str, Any]:
-    """Prepare data set ``name`` from its config entry into ``out_dir``; return the manifest."""
+    """Prepare data set ``name`` from its config entry into ``out_dir``; return the manifest. The entry is checked
+    against the schema first (its modality, its one source), and completed with the schema's defaults."""
+    from rollout_equality.config import checked
+
+    spec = checked(("properties", "datasets", "additionalProperties"), f"data set {name!r}", spec)
     if spec["modality"] == "text":
         from rollout_equality.data.text import prepare_text
 
         return prepare_text(name, spec, out_dir)
-    if spec["modality"] == "image":
-        from rollout_equality.data.images import prepare_images
+    from rollout_equality.data.images import prepare_images
 
-        return prepare_images(name, spec, out_dir)
-    raise ValueError(f"data set {name!r}: modality must be text or image; got {spec['modality']!r}")
+    return prepare_images(name, spec, out_dir)
 
 
 def load_inputs(data_dir: str | os.PathLike) -> tuple[list[str], list[Any], dict[str, Any]]:

@@ -59,11 +59,6 @@ def _source(
     """
     from PIL import Image
 
-    kinds = [k for k in ("image_folder", "hf_dataset", "skimage", "files") if k in source]
-    if len(kinds) != 1:
-        raise ValueError(
-            f"data set {name!r}: give exactly one image source (image_folder, hf_dataset, skimage, files); got {kinds}"
-        )
     if "files" in source:
         from rollout_equality.io import resolve_path
 

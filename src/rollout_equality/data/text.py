@@ -33,11 +33,6 @@ def documents(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[tu
     ``origin`` records where a downloaded source came from (hub commit and files); a hub data
     set's files are kept under ``out_dir/hub``.
     """
-    kinds = [k for k in ("files", "pydoc_topics", "hf_dataset") if k in source]
-    if len(kinds) != 1:
-        raise ValueError(
-            f"data set {name!r}: give exactly one text source (files, pydoc_topics, hf_dataset); got {kinds}"
-        )
     if "files" in source:
         paths = sorted(
             {p for pattern in source["files"] for p in glob.glob(str(Path(pattern).expanduser()), recursive=True)}

@@ -45,18 +45,25 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def load(info: dict, device: str = "cpu", max_tokens: int | None = None, image_backend: str = "pil") -> Extractor:
+def load(info: dict, device: str, *, max_tokens: int | None = None, image_backend: str | None = None) -> Extractor:
     """An extractor for the model described by ``info`` (the contents of its ``model.json``).
 
-    ``image_backend``: the transformers image processor's backend, ``pil`` (the PIL/numpy pipeline
-    the checkpoints were published with; the default here) or ``torchvision`` (transformers' own
-    default when torchvision is installed, whose resizing gives slightly different pixels). timm
-    models use timm's transforms either way. The extractor's ``preprocessing`` attribute names
-    what was used, for the records' provenance.
+    ``max_tokens``: text inputs are truncated to this many tokens (default: the model's own limit).
+    ``image_backend``: for a transformers image model, the image processor's backend (config.yaml's
+    ``extraction.image_backend``): ``pil`` (the PIL/numpy pipeline the checkpoints were published with) or
+    ``torchvision`` (transformers' own default when torchvision is installed, whose resizing gives slightly
+    different pixels). timm models use timm's transforms either way. The extractor's ``preprocessing``
+    attribute names what was used, for the records' provenance.
     """
     device = resolve_device(device)
-    if image_backend not in (backends := choices("properties", "extraction", "properties", "image_backend")):
+    backends = choices("properties", "extraction", "properties", "image_backend")
+    if image_backend is not None and image_backend not in backends:
         raise ValueError(f"image_backend must be one of {backends}; got {image_backend!r}")
+    if info["backend"] == "transformers" and info["modality"] == "image" and image_backend is None:
+        raise ValueError(
+            f"model {info.get('name')!r} reads images: give image_backend ({' or '.join(backends)}; "
+            "config.yaml's extraction.image_backend)"
+        )
     from rollout_equality.models import random_seed
 
     if info["backend"] == "transformers":

@@ -47,8 +47,8 @@ class TransformersExtractor:
         path: str,
         modality: str,
         device: str,
-        max_tokens: int | None = None,
-        image_backend: str = "pil",
+        max_tokens: int | None,
+        image_backend: str | None,
         seed: int | None = None,
     ):
         """``seed``: a ``random_init`` model, its weights drawn from the seed (:func:`load_transformers_model`)."""
