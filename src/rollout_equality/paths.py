@@ -27,6 +27,20 @@ DOWNLOAD_CACHE = f"{RESOURCES}/cache"  # OpenML's and scikit-learn's caches, in 
 SOURCES_CHECK = f"{RESULTS}/sources/check.tsv"  # the preflight that downloads wait for (temporary)
 SOURCES_REPORT = f"{RESULTS}/sources/check-{{stamp}}.tsv"  # the same, asked for by name (one per run)
 
+# --- every rule's log and benchmark: <LOGS>/<rule>[/<wildcards>].log, <BENCHMARKS>/<rule>[/<wildcards>].tsv -------
+LOGS = f"{RESULTS}/logs"
+BENCHMARKS = f"{RESULTS}/benchmarks"
+
+
+def log_path(tail: str) -> str:
+    """A rule's log file, ``tail`` (e.g. ``measure/{model}/{dataset}.log``) under :data:`LOGS`."""
+    return f"{LOGS}/{tail}"
+
+
+def benchmark_path(tail: str) -> str:
+    """A rule's benchmark file (Snakemake's ``benchmark:``), ``tail`` under :data:`BENCHMARKS`."""
+    return f"{BENCHMARKS}/{tail}"
+
 # --- measurement ---------------------------------------------------------------------------------------
 RECORDS = f"{RESULTS}/records/{{model}}/{{dataset}}.parquet"
 ROLLOUT = f"{RESULTS}/records/{{model}}/{{dataset}}.rollout.parquet"

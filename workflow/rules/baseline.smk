@@ -3,9 +3,9 @@ rule random_baseline:
     output:
         csv=BASELINE_CSV,
     log:
-        "results/logs/random_baseline.log",
+        log_path("random_baseline.log"),
     benchmark:
-        "results/benchmarks/random_baseline.tsv"
+        benchmark_path("random_baseline.tsv")
     conda:
         "../../envs/workflow.yaml"
     threads: 8  # Snakemake lowers it to --cores on a smaller machine; a cluster profile sets its own

@@ -65,6 +65,8 @@ from rollout_equality.paths import (
     TABLE_MANIFEST,
     TABLE_NAMES,
     TABLE_RAW,
+    benchmark_path,
+    log_path,
 )
 
 CHECK_STAMP = time.strftime("%Y%m%dT%H%M%S")  # names this run's SOURCES_REPORT

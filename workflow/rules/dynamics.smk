@@ -7,7 +7,7 @@ rule simulate_dynamics:
     output:
         **SIMULATIONS,
     log:
-        "results/logs/simulate_dynamics.log",
+        log_path("simulate_dynamics.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -27,7 +27,7 @@ rule report_simulations:
             SIMULATION_FIGURES, {k: ("dynamics.rst", "Dynamics") for k in SIMULATION_FIGURES if k.endswith("_png")}
         ),
     log:
-        "results/logs/report_simulations.log",
+        log_path("report_simulations.log"),
     conda:
         "../../envs/workflow.yaml"
     script:
@@ -43,9 +43,9 @@ rule unroll_albert:
         records=ALBERT_RECORDS,
         info=ALBERT_INFO,
     log:
-        "results/logs/unroll_albert/{model}/{dataset}.log",
+        log_path("unroll_albert/{model}/{dataset}.log"),
     benchmark:
-        "results/benchmarks/unroll_albert/{model}/{dataset}.tsv"
+        benchmark_path("unroll_albert/{model}/{dataset}.tsv")
     conda:
         "../../envs/workflow.yaml"
     threads: 2
@@ -66,7 +66,7 @@ rule report_albert:
     output:
         **reported(ALBERT_REPORT, {"steps_html": ("albert.rst", "Dynamics"), "png": ("albert.rst", "Dynamics")}),
     log:
-        "results/logs/report_albert/{suite}.log",
+        log_path("report_albert/{suite}.log"),
     conda:
         "../../envs/workflow.yaml"
     params:

@@ -12,7 +12,7 @@ rule check_network_sources:
     output:
         temp(SOURCES_CHECK),
     log:
-        "results/logs/check_sources.log",
+        log_path("check_sources.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -28,7 +28,7 @@ use rule check_network_sources as report_sources with:
     output:
         SOURCES_REPORT,
     log:
-        "results/logs/check_sources-{stamp}.log",
+        log_path("check_sources-{stamp}.log"),
 
 
 rule prepare_model:
@@ -38,7 +38,7 @@ rule prepare_model:
     output:
         MODEL_INFO,
     log:
-        "results/logs/prepare_model/{model}.log",
+        log_path("prepare_model/{model}.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -54,7 +54,7 @@ rule prepare_data:
     output:
         DATA_MANIFEST,
     log:
-        "results/logs/prepare_data/{dataset}.log",
+        log_path("prepare_data/{dataset}.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -73,9 +73,9 @@ rule measure:
         rollout=ROLLOUT,
         dump=DUMP,
     log:
-        "results/logs/measure/{model}/{dataset}.log",
+        log_path("measure/{model}/{dataset}.log"),
     benchmark:
-        "results/benchmarks/measure/{model}/{dataset}.tsv"
+        benchmark_path("measure/{model}/{dataset}.tsv")
     conda:
         "../../envs/workflow.yaml"
     threads: 2
@@ -96,7 +96,7 @@ rule summarise_records:
     output:
         SUMMARY,
     log:
-        "results/logs/summarise_records/{model}/{dataset}.log",
+        log_path("summarise_records/{model}/{dataset}.log"),
     conda:
         "../../envs/workflow.yaml"
     script:
@@ -109,4 +109,4 @@ use rule summarise_records as summarise_ftt_records with:
     output:
         FTT_SUMMARY,
     log:
-        "results/logs/summarise_records/ftt/{tabular}/seed{seed}.log",
+        log_path("summarise_records/ftt/{tabular}/seed{seed}.log"),

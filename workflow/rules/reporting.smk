@@ -5,7 +5,7 @@ rule write_baseline_latex:
     output:
         tex=BASELINE_TEX,
     log:
-        "results/logs/write_baseline_latex.log",
+        log_path("write_baseline_latex.log"),
     conda:
         "../../envs/workflow.yaml"
     script:
@@ -20,7 +20,7 @@ rule write_baseline_figure:
         pdf=BASELINE_FIGURE.format(ext="pdf"),
         png=report(BASELINE_FIGURE.format(ext="png"), caption="../report/baseline.rst", category="Baseline"),
     log:
-        "results/logs/write_baseline_figure.log",
+        log_path("write_baseline_figure.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -40,7 +40,7 @@ rule write_suite_tables:
     output:
         **reported(SUITE_TABLES, TABLE_CAPTIONS),
     log:
-        "results/logs/write_suite_tables/{suite}.log",
+        log_path("write_suite_tables/{suite}.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -60,7 +60,7 @@ rule write_suite_figures:
     output:
         **reported(SUITE_FIGURES, FIGURE_CAPTIONS),
     log:
-        "results/logs/write_suite_figures/{suite}.log",
+        log_path("write_suite_figures/{suite}.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -77,7 +77,7 @@ rule build_paper:
     output:
         PAPER_PDF,
     log:
-        "results/logs/build_paper/{suite}.log",
+        log_path("build_paper/{suite}.log"),
     conda:
         "../../envs/workflow.yaml"
     script:

@@ -9,7 +9,7 @@ rule fetch_table:
     output:
         TABLE_RAW,
     log:
-        "results/logs/fetch_table/{tabular}.log",
+        log_path("fetch_table/{tabular}.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -27,7 +27,7 @@ rule prepare_tabular:
         data=TABLE_DATA,
         manifest=TABLE_MANIFEST,
     log:
-        "results/logs/prepare_tabular/{tabular}.log",
+        log_path("prepare_tabular/{tabular}.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -45,9 +45,9 @@ rule train_ftt:
         model=FTT_MODEL,
         metrics=FTT_METRICS,
     log:
-        "results/logs/train_ftt/{tabular}/seed{seed}.log",
+        log_path("train_ftt/{tabular}/seed{seed}.log"),
     benchmark:
-        "results/benchmarks/train_ftt/{tabular}/seed{seed}.tsv"
+        benchmark_path("train_ftt/{tabular}/seed{seed}.tsv")
     conda:
         "../../envs/workflow.yaml"
     threads: lambda w: TABLES[w.tabular]["training"]["threads"]  # the scheduler's share; torch uses exactly these
@@ -73,7 +73,7 @@ rule measure_ftt:
         records=FTT_RECORDS,
         rollout=FTT_ROLLOUT,
     log:
-        "results/logs/measure_ftt/{tabular}/seed{seed}.log",
+        log_path("measure_ftt/{tabular}/seed{seed}.log"),
     conda:
         "../../envs/workflow.yaml"
     threads: lambda w: TABLES[w.tabular]["training"]["threads"]
@@ -92,7 +92,7 @@ rule write_ftt_scores:
     output:
         FTT_SCORES,
     log:
-        "results/logs/write_ftt_scores/{suite}.log",
+        log_path("write_ftt_scores/{suite}.log"),
     conda:
         "../../envs/workflow.yaml"
     script:
@@ -109,7 +109,7 @@ rule write_ftt_ablation:
         html=report(FTT_ABLATION["html"], caption="../report/ftt_ablation.rst", category="FT-Transformer"),
         png=report(FTT_ABLATION["png"], caption="../report/ftt_ablation.rst", category="FT-Transformer"),
     log:
-        "results/logs/write_ftt_ablation.log",
+        log_path("write_ftt_ablation.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -126,7 +126,7 @@ rule write_ftt_ablation_section:
     output:
         FTT_ABLATION_SECTION,
     log:
-        "results/logs/write_ftt_ablation_section/{suite}.log",
+        log_path("write_ftt_ablation_section/{suite}.log"),
     conda:
         "../../envs/workflow.yaml"
     params:
