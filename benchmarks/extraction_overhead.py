@@ -32,6 +32,7 @@ from _timing import interleaved_medians
 
 from rollout_equality.dobrushin import float64_sweep, screened_sweep
 from rollout_equality.measure import measure_inputs
+from rollout_equality.settings import Condition, from_section
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -112,6 +113,8 @@ def main():
         f"{'architecture':<26} {'forward/input':>14} {'seq f64':>9} {'sequential':>11} {'overlap':>9}"
         f" {'ratio f64':>10} {'ratio seq':>10} {'ratio ovl':>10}"
     )
+    condition = from_section(Condition, config["condition"])
+    settings = dict(model="m", dataset="d", condition=condition, batch_size=ARGS.batch)
     per_input = {}
     for name in names:
         plain, with_attention, x = build(controls[name])
@@ -134,7 +137,7 @@ def main():
 
         def measured(overlap):
             with screened_sweep():
-                measure_inputs(extractor, ids, inputs, model="m", dataset="d", batch_size=ARGS.batch, overlap=overlap)
+                measure_inputs(extractor, ids, inputs, overlap=overlap, **settings)
 
         def measured_float64():
             with float64_sweep():

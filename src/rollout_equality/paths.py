@@ -41,6 +41,7 @@ def benchmark_path(tail: str) -> str:
     """A rule's benchmark file (Snakemake's ``benchmark:``), ``tail`` under :data:`BENCHMARKS`."""
     return f"{BENCHMARKS}/{tail}"
 
+
 # --- measurement ---------------------------------------------------------------------------------------
 RECORDS = f"{RESULTS}/records/{{model}}/{{dataset}}.parquet"
 ROLLOUT = f"{RESULTS}/records/{{model}}/{{dataset}}.rollout.parquet"
