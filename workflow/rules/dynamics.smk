@@ -8,6 +8,8 @@ rule simulate_dynamics:
         **SIMULATIONS,
     log:
         "results/logs/simulate_dynamics.log",
+    benchmark:
+        "results/benchmarks/simulate_dynamics.tsv"
     conda:
         "../../envs/workflow.yaml"
     params:
