@@ -44,6 +44,39 @@ def test_templates_fill_every_name_from_the_kept_outputs(name):
     assert not re.search(r"\{[a-z0-9_]+\}", update.render(name).replace("{max_epochs", ""))
 
 
+@pytest.mark.parametrize("target", sorted(update.COPIED))
+def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path, monkeypatch):
+    """--copy TARGET --source CHECKOUT: the kept files come back from a checkout laid out as a run leaves them, its
+    benchmark files become one table; with one file missing nothing is copied and the message names it."""
+    import pandas as pd
+    import yaml
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    albert = config["dynamics"]["albert"]["suites"]["offline"]
+    run, kept = tmp_path / "run", tmp_path / "kept"
+    for name, path in update.COPIED[target].items():
+        path = run / path.format(albert_model=albert["model"], albert_dataset=albert["dataset"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes((update.OFFLINE / name).read_bytes())
+    steps = pd.read_csv(update.OFFLINE / update.BENCHMARK_CSV[target])
+    for step in steps.itertuples():
+        path = run / "results" / "benchmarks" / f"{step.step}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{step.s}\t0:00:00\t{step.max_rss}\t{step.cpu_time}\n")
+    monkeypatch.setattr(update, "OFFLINE", kept)
+    update.copy_kept(target, run)
+    for name in update.COPIED[target]:
+        assert (kept / name).read_bytes() == (REPO / "docs" / "offline" / name).read_bytes(), name
+    copied = pd.read_csv(kept / update.BENCHMARK_CSV[target])
+    assert sorted(copied["step"]) == sorted(steps["step"]) and copied["s"].sum() == pytest.approx(steps["s"].sum())
+    gone = run / "results" / "benchmarks" / f"{steps['step'].iloc[1]}.tsv"
+    gone.unlink()
+    monkeypatch.setattr(update, "OFFLINE", tmp_path / "again")
+    with pytest.raises(SystemExit, match=re.escape(str(gone))):
+        update.copy_kept(target, run)
+    assert not (tmp_path / "again").exists()
+
+
 MEASURED = re.compile(
     r"""(?<![\w=])(?<!\d\.)(?:
         \d+(?:[.,]\d+)*\s?%                                           # a share
