@@ -276,9 +276,11 @@ def results_values() -> dict[str, str]:
     r = {(m, d, t): x for m, d, t, x in zip(rates["model"], rates["dataset"], rates["token_set"], rates["rate"])}
     text_r = {(m, t): x for (m, d, t), x in r.items() if d == "pydoc_topics"}
     photo_r = {(m, t): x for (m, d, t), x in r.items() if d == "skimage_photos"}
-    r = {**photo_r, **text_r}  # the models measured on the 200 segments or the 8 photographs
+    r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the scikit-image photographs
     verdicts = offline_claims()
     v: dict[str, str] = {}
+    for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", "skimage_photos")):
+        v[key] = str(int(rates.loc[rates["dataset"] == dataset, "inputs"].max()))
 
     b = next(c for c in claims.values() if c["kind"] == "baseline")
     v["baseline_claim"] = f"{b['range'][0]:.0%}–{b['range'][1]:.0%}"
