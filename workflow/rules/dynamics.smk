@@ -8,6 +8,8 @@ rule simulate_dynamics:
         **SIMULATIONS,
     log:
         log_path("simulate_dynamics.log"),
+    benchmark:
+        benchmark_path("simulate_dynamics.tsv")
     conda:
         "../../envs/workflow.yaml"
     params:
