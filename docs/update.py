@@ -1,6 +1,6 @@
 """Generate the documents of docs/ from their sources, so that no number or key in them is typed by hand.
 
-    python docs/update.py           # docs/configuration.md, docs/results.md, docs/dynamics.md, README.md
+    python docs/update.py           # docs/configuration.md, results.md, dynamics.md, reproducing-the-paper.md, README.md
     python docs/update.py --copy    # first copy the kept outputs of a run of each target of COPIED (the offline
                                     # suite, the offline dynamics study) into docs/offline/
     python docs/update.py --copy dynamics_offline --source ../other-checkout   # one target, from another checkout
@@ -13,8 +13,13 @@
   ``macros.tex``) from the outputs kept in ``docs/offline/`` (the offline suite's tables, its snakemake benchmarks,
   the dynamics study's tables in ``docs/offline/dynamics/``, and the one-off analyses ``docs/max_tv_pairs.py`` and
   ``docs/mpnet_bias.py`` write there), the recipe ablation's in ``docs/ftt_ablation/`` and ``config.yaml``; the
-  claims tables are computed from them by the pipeline's own ``rollout_equality.claims``. A template holds no
-  measured number of its own: tests/test_docs.py fails on one.
+  claims tables are computed from them by the pipeline's own ``rollout_equality.claims``.
+* ``docs/reproducing-the-paper.md``: ``docs/reproducing-the-paper.in.md`` filled in from ``config.yaml``, read
+  through ``rollout_equality.sources`` as ``download`` and ``check_sources`` read it (the paper suite's sources,
+  their pins, file patterns, input counts and seeds, what reads each).
+
+A template holds no measured number, commit or source fact of the config of its own: tests/test_docs.py fails on
+one.
 
 tests/test_docs.py fails when any of them is stale.
 """
@@ -37,6 +42,7 @@ OFFLINE = DOCS / "offline"
 ABLATION = DOCS / "ftt_ablation"
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 DYNAMICS = OFFLINE / "dynamics"
+PAPER_SUITE = "paper"  # the suite docs/reproducing-the-paper.md describes
 COPIED = {  # target -> {path under docs/offline/: the file of a run of that target with the default config}
     "offline": {
         "depth.png": "paper/figures/offline/depth.png",
@@ -255,6 +261,21 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
+def _split(split: dict) -> str:
+    """A ``split`` entry as train/validation/test percentages (test: of all rows; val: of the rest), ``64/16/20``."""
+    test, val = split["test"], split["val"]
+    return "/".join(f"{100 * x:.0f}" for x in ((1 - test) * (1 - val), (1 - test) * val, test))
+
+
+def load_config() -> dict:
+    """config.yaml as a run sees it: validated against the schema, every default filled in."""
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    validate(config, str(SCHEMA))
+    return config
+
+
 def _claims_md(claims: pd.DataFrame) -> str:
     """The claims table in Markdown, each claim's text once, above its rows."""
     lines = ["| subject | paper | ours | status | note |", "| --- | --- | --- | --- | --- |"]
@@ -324,8 +345,8 @@ def results_values() -> dict[str, str]:
     v["batch_size"] = str(tabular["training"]["batch_size"])
     v["patience"] = str(tabular["training"]["patience"])
     v["adult_val"] = f"{100 * tabular['datasets']['adult_uci']['split']['val']:.0f}"
-    test, val = tabular["split"]["test"], tabular["split"]["val"]  # test: of all rows; val: of the rest
-    v["paper_split"] = "/".join(f"{100 * x:.0f}" for x in ((1 - test) * (1 - val), (1 - test) * val, test))
+    v["paper_split"] = _split(tabular["split"])
+    v["adult_openml"] = f"OpenML {tabular['datasets']['adult']['source']['openml']['id']}"
     ftt = next(c for c in claims.values() if c["kind"] == "rate" and any(s.startswith("ftt:") for s in c["subjects"]))
     v["ftt_claim"] = f"{ftt['range'][0]:.0%}–{ftt['range'][1]:.0%}"
     adult = scores[scores["dataset"] == "adult_uci"].iloc[0]
@@ -462,7 +483,8 @@ def benchmark_seconds(target: str) -> float:
 def dynamics_values() -> dict[str, str]:
     """Every ``{name}`` of docs/dynamics.in.md, from the dynamics study's tables kept in docs/offline/dynamics/
     and config.yaml."""
-    specs = yaml.safe_load((REPO / "config.yaml").read_text())["dynamics"]
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    specs = config["dynamics"]
     sims, albert_spec = specs["simulations"], specs["albert"]
     summary = pd.read_csv(DYNAMICS / "simulations.csv").set_index("experiment")
     stability = pd.read_csv(DYNAMICS / "stability.csv")
@@ -477,6 +499,8 @@ def dynamics_values() -> dict[str, str]:
     v["consensus_sphere"] = str(int(summary.loc["consensus", "d"]) - 1)
     v["multihead_heads"] = str(sims["multihead"]["heads"])
     v["albert_steps"] = str(albert_spec["steps"])
+    paper = albert_spec["suites"][PAPER_SUITE]
+    v["albert_paper"] = f"{config['models'][paper['model']]['hub']['id']} on {paper['dataset']}"
     depth = int(albert["trained_depth"])
     v["albert_trained_depth"] = str(depth)
     ratio = albert_spec["steps"] / depth
@@ -546,13 +570,10 @@ def offline_claims() -> pd.DataFrame:
     """The offline suite's claims table, computed by :func:`rollout_equality.claims.claims` (as rule
     write_suite_tables computes it) from the kept rates, depth rates, baseline and special-token shares."""
     sys.path.insert(0, str(REPO / "src"))
-    from snakemake.utils import validate
-
     from rollout_equality.claims import claims
     from rollout_equality.config import claim_reasons
 
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
-    validate(config, str(SCHEMA))
+    config = load_config()
     return claims(
         config["claims"],
         pd.read_csv(OFFLINE / "model_rates.csv"),
@@ -588,10 +609,201 @@ def readme_values() -> dict[str, str]:
     }
 
 
+# --- docs/reproducing-the-paper.md -------------------------------------------------------------------------
+
+METRICS = {"rmse": "RMSE", "accuracy": "accuracy"}  # how a published score's metric reads in a sentence
+INPUTS = {"image": "images", "text": "segments"}  # what a data set's inputs are called, by modality
+
+
+def _entry(config: dict, section: str, name: str) -> dict:
+    """``config[section][name]``, which docs/reproducing-the-paper.in.md speaks of by name."""
+    if name not in config[section]:
+        raise SystemExit(
+            f"docs/reproducing-the-paper.in.md speaks of {section}.{name}, which config.yaml no longer defines: "
+            "edit the template (and its names in docs/update.py)"
+        )
+    return config[section][name]
+
+
+def _pin(revision: str) -> str:
+    """A hub revision as the sources table shows it: a commit's first 12 hex digits (as check_sources prints
+    it), or a branch, said to be resolved at download."""
+    from rollout_equality import hub
+
+    return (
+        f"`{revision[:12]}`" if hub.COMMIT.fullmatch(revision) else f"`{revision}` (not pinned: resolved at download)"
+    )
+
+
+def _seeds(seeds: list[int]) -> str:
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {_and([str(s) for s in seeds])}"
+
+
+def sources_table(config: dict, suite: str) -> str:
+    """Every network source of ``suite`` (:func:`rollout_equality.sources.network_sources`, what
+    ``snakemake download`` fetches and ``check_sources`` checks): its kind, source, pinned revision, the files
+    chosen, and what reads it (the suite's experiments, its ALBERT run, FT-Transformer, the claims naming it)."""
+    from rollout_equality.config import resolved_tables
+    from rollout_equality.data import _split_patterns
+    from rollout_equality.sources import SKLEARN_ARCHIVES, network_sources
+
+    experiments = list(config["suites"].get(suite, []))
+    albert = config["dynamics"]["albert"]["suites"].get(suite)
+    tables = resolved_tables(config)
+
+    def claims_of(subject: str) -> list[str]:
+        return [f"`{c}`" for c, spec in config["claims"].items() if subject in spec.get("subjects", [])]
+
+    lines = ["| entry | kind | source | pinned revision | files | read by |", "| --- | --- | --- | --- | --- | --- |"]
+    for kind, name, spec in network_sources(config, [suite]):
+        if kind == "models":
+            source, revision = f"hub `{spec['hub']['id']}`", _pin(spec["hub"]["revision"])
+            files = "the loader's files"
+            read = [f"measured on `{e['dataset']}`" for e in experiments if e["model"] == name]
+            if albert and albert["model"] == name:
+                read.append(f"the dynamics study, unrolled on `{albert['dataset']}`")
+            said = claims_of(name)
+        elif kind == "datasets":
+            hf = spec["source"]["hf_dataset"]
+            source, revision = f"hub dataset `{hf['path']}`", _pin(hf["revision"])
+            if "data_files" in hf:
+                files = ", ".join(f"`{f}`" for f in _split_patterns(hf["data_files"], hf["split"]) or [])
+            else:
+                files = f"configuration `{hf['name']}` of its card"
+            files += f" (split `{hf['split']}`)"
+            models = [f"`{e['model']}`" for e in experiments if e["dataset"] == name]
+            if albert and albert["dataset"] == name:
+                models.append(f"the dynamics study's `{albert['model']}`")
+            read = [f"{spec['n']} {INPUTS[spec['modality']]} drawn with seed {spec['seed']}, by {_and(models)}"]
+            said = []
+        else:
+            table = spec["source"]
+            if "openml" in table:
+                source = f"OpenML {table['openml']['id']}"
+                revision = "its id (a new version of an OpenML data set gets a new id)"
+                target = table["openml"].get("target")
+                files = "the data set's file, as openml-python fetches it; " + (
+                    f"target `{target}`" if target else "its default target"
+                )
+            else:
+                module, attr, _ = SKLEARN_ARCHIVES[table["sklearn"]]
+                archive = getattr(__import__(module, fromlist=[attr]), attr)
+                source = f"scikit-learn `{table['sklearn']}`"
+                revision = f"sha256 `{archive.checksum[:12]}…` (in scikit-learn's code)"
+                files = f"`{archive.filename}`"
+            read = [f"FT-Transformer, {_seeds(tables[name]['seeds'])}"]
+            said = claims_of(f"ftt:{name}")
+        if said:
+            read.append(f"claim{'s' if len(said) > 1 else ''} {_and(said)}")
+        kinds = {"models": "model", "datasets": "data set", "tables": "table"}
+        lines.append(f"| `{name}` | {kinds[kind]} | {source} | {revision} | {files} | {'; '.join(read)} |")
+    return "\n".join(lines)
+
+
+def reproducing_values() -> dict[str, str]:
+    """Every ``{name}`` of docs/reproducing-the-paper.in.md, from config.yaml (the paper suite's sources, read
+    through :mod:`rollout_equality.sources` as ``download`` and ``check_sources`` read them) and from the
+    libraries that fix the rest (rtdl_revisiting_models's default FT-Transformer, huggingface_hub's chunk)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from huggingface_hub import constants
+    from rtdl_revisiting_models import FTTransformer
+
+    from rollout_equality import hub, paths
+    from rollout_equality.config import resolved_tables
+    from rollout_equality.data import _split_patterns
+    from rollout_equality.sources import needs_network, network_sources, suite_sources
+
+    config = load_config()
+    suite = PAPER_SUITE
+    v: dict[str, str] = {}
+
+    by_dataset: dict[str, list[str]] = {}
+    for e in config["suites"][suite]:
+        by_dataset.setdefault(e["dataset"], []).append(f"`{e['model']}`")
+    v["paper_experiments"] = "; ".join(
+        f"{_and(models)} on {config['datasets'][d]['n']} {INPUTS[config['datasets'][d]['modality']]} of `{d}`"
+        for d, models in by_dataset.items()
+    )
+
+    tables = resolved_tables(config)
+    names = config["tabular"]["suites"][suite]
+    labels = []
+    for t in names:
+        source = tables[t]["source"]
+        labels.append(
+            f"`{t}` (OpenML {source['openml']['id']})"
+            if "openml" in source
+            else f"`{t}` (scikit-learn's `{source['sklearn']}`)"
+        )
+    v["ftt_tables"] = _and(labels)
+    splits = {_split(tables[t]["split"]) for t in names}
+    v["ftt_split"] = _and(sorted(splits))
+    seeds = {tuple(tables[t]["seeds"]) for t in names}
+    v["ftt_seeds"] = (
+        f"one model per table and seed ({_and([str(x) for x in next(iter(seeds))])})"
+        if len(seeds) == 1
+        else "one model per table and each of its seeds"
+    )
+    v["ftt_published"] = ", ".join(
+        f"{METRICS[p['metric']]} ≈ {p['value']:g}" for t in names if (p := tables[t]["published"])
+    )
+    kwargs = FTTransformer.get_default_kwargs()
+    optimizer = FTTransformer(n_cont_features=1, cat_cardinalities=[], d_out=1, **kwargs).make_default_optimizer()
+    v["ftt_architecture"] = (
+        f"{kwargs['n_blocks']} blocks, d_block {kwargs['d_block']}, {kwargs['attention_n_heads']} heads, "
+        f"{type(optimizer).__name__} {_sig(optimizer.param_groups[0]['lr'], 1)}"
+    )
+
+    v["chunk"] = f"{constants.DOWNLOAD_CHUNK_SIZE / 2**20:g} MiB"
+    v["sources_report"] = paths.SOURCES_REPORT.format(stamp="<time>")
+    sources = network_sources(config, [suite])
+    v["sources_table"] = sources_table(config, suite)
+    revisions = {
+        name: spec["hub"]["revision"] if kind == "models" else spec["source"]["hf_dataset"]["revision"]
+        for kind, name, spec in sources
+        if kind != "tables"
+    }
+    branches = [f"`{name}`" for name, revision in revisions.items() if not hub.COMMIT.fullmatch(revision)]
+    v["pinned"] = (
+        f"Every one of the {len(revisions)} hub models and data sets is pinned to a commit"
+        if not branches
+        else f"{len(revisions) - len(branches)} of the {len(revisions)} hub models and data sets are pinned to a "
+        f"commit ({_and(branches)} follow{'s' if len(branches) == 1 else ''} a branch)"
+    )
+    entries = {"models": config["models"], "datasets": config["datasets"], "tables": tables}
+    local, settings = [], {}
+    for kind, names_ in suite_sources(config, suite).items():
+        for name in names_:
+            if needs_network(kind, entries[kind][name]):
+                continue
+            if kind == "tables" and "ablation" in entries[kind][name]:  # one line for the ablation's settings
+                settings.setdefault(entries[kind][name]["ablation"]["table"], []).append(name)
+            else:
+                local.append(f"`{name}`")
+    local += [f"the recipe ablation's `{t}` under its {len(s)} settings" for t, s in settings.items()]
+    v["local_sources"] = (
+        f"The suite's other sources ({_and(local)}) need no network: their files come with installed packages "
+        "or are on disk."
+        if local
+        else "The suite has no other source."
+    )
+
+    images = _entry(config, "datasets", "imagenet_val")["source"]["hf_dataset"]
+    v["imagenet"] = f"`{images['path']}`"
+    v["imagenet_pin"] = f"`{images['revision'][:12]}`"
+    v["imagenet_files"] = _and([f"`{f}`" for f in _split_patterns(images["data_files"], images["split"])])
+    v["vit"] = f"`{_entry(config, 'models', 'vit_base_16')['hub']['id']}`"
+    v["deit"] = f"`{_entry(config, 'models', 'deit_base')['hub']['id']}`"
+    v["california_published"] = f"{tables['california']['published']['value']:g}"
+    v["image_backend"] = f"`extraction.image_backend: {config['extraction']['image_backend']}`"
+    return v
+
+
 TEMPLATES = {  # generated document (path under docs/) -> (its template, under docs/; the values it reads)
     "results.md": ("results.in.md", results_values),
     "dynamics.md": ("dynamics.in.md", dynamics_values),
     "../README.md": ("../README.in.md", readme_values),
+    "reproducing-the-paper.md": ("reproducing-the-paper.in.md", reproducing_values),
 }
 
 
