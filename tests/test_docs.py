@@ -1,9 +1,10 @@
 """The documents: generated ones are current, every link and image resolves, every figure reads at its size.
 
-docs/configuration.md is generated from the schema, and README.md, docs/results.md and docs/dynamics.md from their
-templates (README.in.md, docs/*.in.md) and the kept outputs (docs/offline, docs/ftt_ablation) by docs/update.py: a
-changed schema, table or template fails here until `python docs/update.py` is run, and a template that types a
-measured number instead of a ``{name}`` fails too. README.md and docs/*.md are rendered once with python-markdown
+docs/configuration.md is generated from the schema, and README.md, docs/results.md, docs/dynamics.md and
+docs/reproducing-the-paper.md from their templates (README.in.md, docs/*.in.md), the kept outputs (docs/offline,
+docs/ftt_ablation) and config.yaml by docs/update.py: a changed schema, table, config or template fails here until
+`python docs/update.py` is run, and a template that types a measured number, a commit or what config.yaml states of
+a network source (id, pin, file patterns, input count, seed) instead of a ``{name}`` fails too. README.md and docs/*.md are rendered once with python-markdown
 and every local link and image in the HTML is checked.
 """
 
@@ -134,6 +135,75 @@ def test_templates_type_no_measured_number(name):
     template = update.TEMPLATES[name][0]
     text = (REPO / "docs" / template).read_text()
     assert typed_numbers(text, TYPED[Path(template).name]) == [], f"{template} types these numbers by hand"
+
+
+# a commit as a word of its own: not part of a file name (jx_vit_base_p16_224-80ecf9dd.pth)
+COMMIT_LIKE = re.compile(r"(?<![\w./-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/-]|\.\w)")
+
+
+def test_commit_like_finds_a_typed_commit():
+    found = COMMIT_LIKE.findall(
+        "pinned at `150c8e7b`, main at 4b23ffb92a80. jx_vit-80ecf9dd.pth, deadbeefcafe, 2024061"
+    )
+    assert found == ["150c8e7b", "4b23ffb92a80"]
+
+
+def source_facts() -> dict[str, list[str]]:
+    """What config.yaml states of every network source of every suite, by entry: the hub id, the pinned revision
+    (and its first 8 and 12 hex digits), a data set's file patterns, input count and seed, an OpenML id."""
+    from rollout_equality.data import _split_patterns
+    from rollout_equality.sources import network_sources
+
+    config = update.load_config()
+    facts: dict[str, list[str]] = {}
+    for kind, name, spec in network_sources(config, list(config["suites"])):
+        if kind == "models":
+            hub = spec["hub"]
+            facts[name] = [hub["id"], hub["revision"], hub["revision"][:8], hub["revision"][:12]]
+        elif kind == "datasets":
+            hf = spec["source"]["hf_dataset"]
+            patterns = _split_patterns(hf["data_files"], hf["split"]) if "data_files" in hf else []
+            facts[name] = [hf["path"], hf["revision"], hf["revision"][:8], hf["revision"][:12], *patterns]
+            facts[name] += [
+                f"{spec['n']} {update.INPUTS[spec['modality']]}",
+                f"n = {spec['n']}",
+                f"seed {spec['seed']}",
+            ]
+        elif "openml" in spec["source"]:
+            facts[name] = [f"OpenML {spec['source']['openml']['id']}"]
+    return facts
+
+
+@pytest.mark.parametrize("name", sorted(update.TEMPLATES))
+def test_templates_type_no_pin_or_source_of_the_config(name):
+    """A template types no commit and none of what config.yaml states of a network source (its id, pin, file
+    patterns, input count, seed): a ``{name}`` fills it, so a changed pin changes every document."""
+    text = re.sub(r"\{[a-z0-9_]+\}", "", (REPO / "docs" / update.TEMPLATES[name][0]).read_text())
+    assert COMMIT_LIKE.findall(text) == [], f"{update.TEMPLATES[name][0]} types these commits"
+    typed = [f"{entry}: {fact}" for entry, facts in source_facts().items() for fact in facts if fact in text]
+    assert typed == [], f"{update.TEMPLATES[name][0]} types what config.yaml states"
+
+
+def test_reproducing_the_paper_states_every_source_of_the_paper_suite(monkeypatch):
+    """docs/reproducing-the-paper.md has a row for each network source of the paper suite with its id, pin (12 hex
+    digits), file patterns, input count and seed; a pin changed in the config changes the document."""
+    from rollout_equality.sources import network_sources
+
+    doc = (REPO / "docs" / "reproducing-the-paper.md").read_text()
+    facts, config = source_facts(), update.load_config()
+    sources = network_sources(config, [update.PAPER_SUITE])
+    for _, name, _ in sources:
+        row = next((line for line in doc.splitlines() if line.startswith(f"| `{name}` |")), None)
+        assert row is not None, f"no row for {name}"
+        assert [f for f in facts.get(name, []) if len(f) != 40 and not f.startswith("n = ") and f not in row] == [], (
+            name
+        )
+    model = next(name for kind, name, _ in sources if kind == "models")
+    config["models"][model]["hub"]["revision"] = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setattr(update, "load_config", lambda: config)
+    assert f"| `{model}` | model | hub `{config['models'][model]['hub']['id']}` | `0123456789ab` |" in update.render(
+        "reproducing-the-paper.md"
+    )
 
 
 def test_configuration_lists_every_key_of_the_schema():
