@@ -121,6 +121,14 @@ def typed_numbers(text: str, allowed: list[str]) -> list[str]:
     return MEASURED.findall(text)
 
 
+WRITTEN = {  # the documents of docs/ written by hand (no template), and what each may type: no measured result
+    "cluster.md": [],
+    "library.md": [],
+    "outputs.md": ["(Wilson 95%)"],  # the intervals' level
+    "rehearsal.md": [],
+}
+
+
 def test_typed_numbers_finds_a_hand_typed_measurement():
     assert typed_numbers("took 63 s, {time} in all; 5 min.", []) == ["63 s", "5 min"]
     assert typed_numbers("holds for 24.5% of them, 0.917 and 1.06–1.28", []) == ["24.5%", "0.917", "1.06–1.28"]
@@ -204,6 +212,16 @@ def test_reproducing_the_paper_states_every_source_of_the_paper_suite(monkeypatc
     assert f"| `{model}` | model | hub `{config['models'][model]['hub']['id']}` | `0123456789ab` |" in update.render(
         "reproducing-the-paper.md"
     )
+
+
+def test_written_documents_type_no_measured_number():
+    """The documents of docs/ that no template generates type no measured number either (a timing or a size goes
+    to CHANGELOG.md, a result into a template); a new one is listed in WRITTEN."""
+    generated = {Path(name).name for name in update.GENERATED} | {Path(t).name for t, _ in update.TEMPLATES.values()}
+    written = {p.name for p in (REPO / "docs").glob("*.md")} - generated
+    assert written == set(WRITTEN), "list the new documents of docs/ in WRITTEN (or generate them)"
+    typed = {name: typed_numbers((REPO / "docs" / name).read_text(), WRITTEN[name]) for name in sorted(WRITTEN)}
+    assert {name: found for name, found in typed.items() if found} == {}
 
 
 def test_configuration_lists_every_key_of_the_schema():
