@@ -239,6 +239,75 @@ def test_bad_input_is_refused_by_the_screened_kernels(always_screen):
         kappa(A)
 
 
+def _screened_kernels(M, atol, serial, fill=np.nan):
+    """Every output of condition_batch_screened and kappa_batch_screened (forced on: no fallback), each called with
+    work arrays filled with ``fill`` beforehand, and the TVs the condition kernel left in its work array (-1 where a
+    pair was not re-checked)."""
+    n, m = M.shape[-1], len(M)
+
+    def work(dtype=np.float64):
+        with np.errstate(over="ignore"):  # ±1e300 is ±inf in float32
+            return np.full((n, n), fill, dtype)
+
+    suffix = "_serial" if serial else ""
+    tv = work()
+    out = (np.empty(m), np.empty(m), np.empty(m, np.int64), np.empty((m, 2), np.int64), np.empty(m, np.int64))
+    one32 = np.float32(1.0)
+    condition = getattr(K, "condition_batch_screened" + suffix)
+    assert condition(
+        M, atol, 1e-5, *out[:4], work(), tv, work(np.float32), work(np.float32), 1.0, one32, np.inf, 2, out[4]
+    )
+    k, kwork = np.empty(m), np.empty(m, np.int64)
+    kappa_kernel = getattr(K, "kappa_batch_screened" + suffix)
+    assert kappa_kernel(M, 1e-5, k, work(), work(np.float32), work(np.float32), 1.0, one32, np.inf, 2, kwork)
+    return (*out, k, kwork), tv
+
+
+@pytest.mark.parametrize("serial", [True, False])
+def test_every_unit_re_checked_is_the_float64_sweep(serial):
+    """A band wider than any TV (atol 10) sends every unit of pairs back to float64: the re-checked TVs are the
+    float64 sweep's bit for bit, for every unit shape (inside pairs, 4 × 4 tiles, the last n mod 4 columns, a
+    partial last block) and in sizes the offline suite meets; so is every output."""
+    for n in (*range(2, 14), 63, 64, 65, 66, 67, 215, 257):
+        kind = KINDS[n % len(KINDS)]
+        M = adversarial(kind, n, n, SCALES[kind][1])[None]
+        ref = (np.empty(1), np.empty(1), np.empty(1, np.int64), np.empty((1, 2), np.int64))
+        tv64 = np.full((n, n), np.nan)
+        getattr(K, "condition_batch_serial" if serial else "condition_batch")(
+            M, 10.0, 1e-5, *ref, np.empty((n, n)), tv64, 1.0
+        )
+        out, tv = _screened_kernels(M, 10.0, serial)
+        iu = np.triu_indices(n, 1)
+        assert out[4][0] == len(iu[0]), n  # every pair re-checked
+        assert np.array_equal(tv[iu], tv64[iu]), (n, kind)
+        assert all(np.array_equal(a, b) for a, b in zip(ref, out)), (n, kind)
+
+
+def test_screened_outputs_do_not_depend_on_what_the_work_arrays_held():
+    """The work arrays are kept between calls (workspace): whatever an earlier call left in them (here NaN, ±inf,
+    -1, 0, 2, ±1e300 or noise) does not change an output; batches whose band changes from matrix to matrix."""
+    rng = np.random.default_rng(0)
+    stacks = [
+        adversarial("peaked", 215, 1, 80.0)[None],
+        np.stack(
+            [
+                adversarial(k, 130, i, SCALES[k][0])
+                for i, k in enumerate(("permuted_rows", "one_hot_mix", "near_uniform"))
+            ]
+        ),
+        np.stack([adversarial(k, 67, i, SCALES[k][-1]) for i, k in enumerate(("duplicate_rows", "dirichlet"))]),
+    ]
+    for M in stacks:
+        for atol in (0.0, 1e-9, 1e-3):
+            ref, _ = _screened_kernels(M, atol, True)
+            for fill in (np.inf, -np.inf, -1.0, 0.0, 2.0, 1e300, -1e300):
+                got, _ = _screened_kernels(M, atol, True, fill)
+                assert all(np.array_equal(a, b) for a, b in zip(ref, got)), (M.shape, atol, fill)
+            noise = 3 * rng.standard_normal()
+            got, _ = _screened_kernels(M, atol, False, noise)
+            assert all(np.array_equal(a, b) for a, b in zip(ref, got)), (M.shape, atol, "parallel")
+
+
 def test_serial_twins_screen_as_the_parallel_kernels(always_screen):
     stack = np.stack([adversarial(k, 77, i, SCALES[k][1]) for i, k in enumerate(KINDS)])
     R = rollout_products(stack)
