@@ -7,6 +7,9 @@ is also forced on for every size and band (``SCREEN_MIN_N = 2``, ``SCREEN_MAX_WO
 fallback to the float64 sweep hides a wrong re-check.
 """
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -306,6 +309,61 @@ def test_screened_outputs_do_not_depend_on_what_the_work_arrays_held():
             noise = 3 * rng.standard_normal()
             got, _ = _screened_kernels(M, atol, False, noise)
             assert all(np.array_equal(a, b) for a, b in zip(ref, got)), (M.shape, atol, "parallel")
+
+
+# Run in fresh interpreters sharing one empty numba cache: "f64" compiles the float64-only condition kernel (its
+# serial twin) and caches it; "both" then loads that one from the cache and compiles the screened one in this
+# process. Each prints the TVs of every unit re-checked by the screen (atol 10: a band wider than any TV) and the
+# float64 sweep's, as hashes, and the sizes where they differ.
+CACHE_HISTORY = """
+import hashlib, json, sys
+import numpy as np
+import rollout_equality._kernels as K
+from test_screening import KINDS, SCALES, adversarial
+
+def tvs(n, screened):
+    kind = KINDS[n % len(KINDS)]
+    M = adversarial(kind, n, n, SCALES[kind][1])[None]
+    out = (np.empty(1), np.empty(1), np.empty(1, np.int64), np.empty((1, 2), np.int64))
+    tv, B = np.full((n, n), np.nan), np.empty((n, n))
+    if screened:
+        a32, tv32 = np.empty((n, n), np.float32), np.empty((n, n), np.float32)
+        work = np.empty(1, np.int64)
+        K.condition_batch_screened_serial(M, 10.0, 1e-5, *out, B, tv, a32, tv32, 1.0, np.float32(1.0), np.inf, 2, work)
+    else:
+        K.condition_batch_serial(M, 10.0, 1e-5, *out, B, tv, 1.0)
+    return tv[np.triu_indices(n, 1)]
+
+sizes = [*range(2, 40), 63, 66, 67, 130, 215]
+f64 = [tvs(n, False) for n in sizes]
+res = {"f64": hashlib.sha256(b"".join(t.tobytes() for t in f64)).hexdigest()}
+if sys.argv[1] == "both":
+    res["differ"] = [n for n, t in zip(sizes, f64) if not np.array_equal(t, tvs(n, True))]
+print(json.dumps(res))
+"""
+
+
+def test_the_screen_re_checks_as_the_sweep_whichever_kernel_came_from_the_cache(tmp_path):
+    """A kernel loaded from numba's on-disk cache and one compiled in this process sum a pair's TV in the same order.
+
+    This was the history-dependent mismatch: the pair sums (the pairs inside a block of four rows and the last
+    n mod 4 columns) were a reassociated loop, whose order LLVM chose again in each kernel's module, and a kernel
+    compiled in this process called the standalone block function while one loaded from the cache ran its own
+    copy; with the float64-only kernel cached and the screened one compiled fresh, the re-checked TVs differed
+    from the sweep's in the last bit at most sizes (ties at atol 0 then gave other counts and witnesses)."""
+    from hub_rehearsal.rehearse import python
+
+    tests = Path(__file__).resolve().parent
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+        "PYTHONPATH": os.pathsep.join([str(tests), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+    first = python(CACHE_HISTORY, env, tmp_path, "f64")
+    second = python(CACHE_HISTORY, env, tmp_path, "both")
+    third = python(CACHE_HISTORY, env, tmp_path, "both")  # both kernels from the cache now
+    assert second["differ"] == [] and third["differ"] == []
+    assert first["f64"] == second["f64"] == third["f64"]  # and the float64 sweep's own bits do not move
 
 
 def test_serial_twins_screen_as_the_parallel_kernels(always_screen):
