@@ -2,10 +2,9 @@
 
     python benchmarks/condition_speed.py [--sizes 16 197 257 1370] [--repeats 5]
 
-Prints one row per size: the CPU kernel with the float64 sweep (the default of
-rollout_equality.dobrushin.equality_condition, rollout_equality.dobrushin.float64_sweep) and with the opt-in
-float32-screened sweep (inside rollout_equality.dobrushin.screened_sweep; meant to give the same results bit
-for bit), each on
+Prints one row per size: the CPU kernel with its float32-screened sweep (the default of
+rollout_equality.dobrushin.equality_condition) and with the float64 sweep alone
+(inside rollout_equality.dobrushin.float64_sweep; the same results bit for bit), each on
 numba's threads and on one thread (the serial twins the records' workers use), the naive
 version (rollout_equality.reference.naive_condition, skipped where its (n, n, n)
 temporaries would not fit in --naive-max-gb), and the ratios; on CUDA when a GPU is present.

@@ -22,7 +22,6 @@ from rollout_equality.dobrushin import (
     equality_condition,
     float64_sweep,
     kappa,
-    screened_sweep,
     serial_kernels,
 )
 
@@ -98,13 +97,6 @@ SCALES = {
     "float32_softmax": (0.1, 2.0, 10.0),
     "duplicate_rows": (0.05, 1.0, 100.0),
 }
-
-
-@pytest.fixture(autouse=True)
-def screen_on():
-    """The screened kernels (opt-in) for every call of a test that does not ask for the float64 sweep."""
-    with screened_sweep():
-        yield
 
 
 @pytest.fixture

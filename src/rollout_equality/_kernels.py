@@ -15,9 +15,9 @@ then the count and the witness over the few rows that can hold them. Only the
 sweep is compiled with fast-math (reassociation lets the sum vectorise); the
 validation keeps NaN and inf meaningful and the TV of B is computed as written.
 
-:func:`condition_batch_screened` and :func:`kappa_batch_screened` (opt-in,
-:func:`rollout_equality.dobrushin.screened_sweep`, from n = :data:`SCREEN_MIN_N`) are meant to give the same
-outputs bit for bit with half the sweep's arithmetic: they sweep float32 copies of the rows (twice the lanes per
+:func:`condition_batch_screened` and :func:`kappa_batch_screened` (the default of
+:mod:`rollout_equality.dobrushin` from n = :data:`SCREEN_MIN_N`) give the same outputs bit for
+bit with half the sweep's arithmetic: they sweep float32 copies of the rows (twice the lanes per
 vector), bound the float32 error rigorously (:func:`screen_bound`, derived below), and recompute in
 float64, with the float64 sweep's own compiled tile and pair code, only the pairs that can attain
 κ(A) within the tie band or κ(½(I+A)).
