@@ -68,13 +68,50 @@ def _serial_twin(kernel):
     return numba.njit(cache=True, nogil=True)(twin)
 
 
-@numba.njit(fastmath=True, inline="always", cache=True)
+@numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
+def _pair_sum(a, b):
+    """Σ_k |a_k − b_k| in an order fixed by the source: sixteen running sums over k ≡ 0 … 15 (mod 16), combined
+    pairwise, then the last n mod 16 terms in order.
+
+    Compiled without reassociation, so the sum has these bits wherever the code ends up. With
+    reassociation (a plain loop under fastmath=True, as before) LLVM chose the order, and chose it
+    differently in the standalone compilation of the sweep's block function and in the copy linked into
+    (and optimised again with) each kernel's module; which copy a kernel ran depended on whether it was
+    compiled in this process or loaded from numba's cache, so a kernel compiled here and one loaded from
+    the cache (or the float64 sweep and the screen's float64 re-check) could differ in the last bit of a
+    pair's TV. The sixteen independent sums still vectorise (two 8-lane or four 4-lane vectors)."""
+    n = a.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    s8 = s9 = s10 = s11 = s12 = s13 = s14 = s15 = 0.0
+    k = 0
+    while k + 16 <= n:
+        s0 += abs(a[k] - b[k])
+        s1 += abs(a[k + 1] - b[k + 1])
+        s2 += abs(a[k + 2] - b[k + 2])
+        s3 += abs(a[k + 3] - b[k + 3])
+        s4 += abs(a[k + 4] - b[k + 4])
+        s5 += abs(a[k + 5] - b[k + 5])
+        s6 += abs(a[k + 6] - b[k + 6])
+        s7 += abs(a[k + 7] - b[k + 7])
+        s8 += abs(a[k + 8] - b[k + 8])
+        s9 += abs(a[k + 9] - b[k + 9])
+        s10 += abs(a[k + 10] - b[k + 10])
+        s11 += abs(a[k + 11] - b[k + 11])
+        s12 += abs(a[k + 12] - b[k + 12])
+        s13 += abs(a[k + 13] - b[k + 13])
+        s14 += abs(a[k + 14] - b[k + 14])
+        s15 += abs(a[k + 15] - b[k + 15])
+        k += 16
+    s = (((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))) + (((s8 + s9) + (s10 + s11)) + ((s12 + s13) + (s14 + s15)))
+    while k < n:
+        s += abs(a[k] - b[k])
+        k += 1
+    return s
+
+
+@numba.njit(inline="always", cache=True)
 def _pair_tv(A, out, i, j):
-    n = A.shape[1]
-    s = 0.0
-    for k in range(n):
-        s += abs(A[i, k] - A[j, k])
-    out[i, j] = 0.5 * s
+    out[i, j] = 0.5 * _pair_sum(A[i], A[j])
 
 
 @numba.njit(fastmath=True, cache=True, nogil=True)
@@ -90,8 +127,12 @@ def _tile_tv(A, out, i0, j, one):
     the adders, instead of all of it queueing on the adders (1.15-1.25× at n = 197-1370).
 
     The sweep (:func:`_block_tv`) and the float64 re-check of screened candidates
-    (:func:`_recheck_block`) both call this one compiled function, so a pair's sum is taken in
-    the same order (the compiler's vectorised, reassociated order of this loop) by both.
+    (:func:`_recheck_block`) both call this function, so a pair's sum is taken in the same order
+    (the compiler's vectorised, reassociated order of this loop) by both. Each kernel's module holds
+    its own copy of it, optimised again there; the vectorised loop keeps its order through that (a
+    vectorised loop is not vectorised again), which
+    ``test_the_screen_re_checks_as_the_sweep_whichever_kernel_came_from_the_cache`` checks (the pair
+    sums, :func:`_pair_sum`, did not keep theirs, and are now written in a fixed order).
     """
     n = A.shape[1]
     r0, r1, r2, r3 = A[i0], A[i0 + 1], A[i0 + 2], A[i0 + 3]
@@ -412,8 +453,8 @@ kappa_batch_serial = _serial_twin(kappa_batch)
 #
 # The float64 sweep is the arithmetic of the whole analysis. Its float32 twin runs twice the lanes
 # per vector; a bound on how far a pair's float32 TV can lie from the float64 kernel's value tells
-# which pairs can matter, and only those are recomputed in float64, by the same compiled code in the
-# same order (_tile_tv, _pair_tv), so every output is the float64 kernel's bit for bit.
+# which pairs can matter, and only those are recomputed in float64, by the same code in the same
+# order (_tile_tv, _pair_sum), so every output is the float64 kernel's bit for bit.
 #
 # The bound (see screen_bound) for a pair (i, j) of rows of non-negative float64 entries a_k, b_k
 # with row sums S_i, S_j ≤ R, exact T = Σ_k |a_k − b_k|, u = 2⁻²⁴, γ_m = m·u / (1 − m·u):
