@@ -417,24 +417,27 @@ def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
     res = snakemake(a, "--cores", "2", "--report", str(report), "offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     browser = _browser()
-    wait = WebDriverWait(browser, 20)
+    wait = WebDriverWait(browser, 60)
 
-    def click(find):
-        """Click the element ``find(browser)`` returns once the page lets it be clicked: while the report's
-        page is still settling, another element can lie over it for a moment (Chromium's "element click
-        intercepted"), so the click is retried until it goes through or the wait times out."""
+    def open_entry(category: str, name: str) -> None:
+        """Open the report's entry ``name`` of ``category``: click the category, then the entry's eye. The
+        category is clicked again for as long as its entries are not there: on a loaded machine a click can come
+        before the page's script listens and be lost (the entries then never appear), or another element can lie
+        over the target for a moment (Chromium's "element click intercepted"); both are retried until the wait
+        times out."""
 
         def attempt(b):
             try:
-                element = find(b)
+                eyes = b.find_elements(By.XPATH, f"//td[contains(text(), '{name}')]/..//a[@iconname='eye']")
+                target = eyes[0] if eyes else b.find_element(By.LINK_TEXT, category)
                 # into the middle of the view first: not under the report's fixed header or at the window's edge
-                b.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
-                element.click()
+                b.execute_script("arguments[0].scrollIntoView({block: 'center'});", target)
+                target.click()
             except (NoSuchElementException, ElementClickInterceptedException, StaleElementReferenceException):
                 return False
-            return True
+            return bool(eyes)
 
-        wait.until(attempt, message="the element never became clickable")
+        wait.until(attempt, message=f"the report's entry {name} of {category} never opened")
 
     try:
         seen = {}
@@ -445,8 +448,7 @@ def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
         ):
             for name in files:
                 browser.get(report.as_uri())
-                click(lambda b: b.find_element(By.LINK_TEXT, category))
-                click(lambda b: b.find_element(By.XPATH, f"//td[contains(text(), '{name}')]/..//a[@iconname='eye']"))
+                open_entry(category, name)
                 if name.endswith(".png"):  # the figure itself, decoded by the browser
                     image = wait.until(
                         lambda b: [
