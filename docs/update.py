@@ -40,7 +40,6 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 OFFLINE = DOCS / "offline"
 ABLATION = DOCS / "ftt_ablation"
-SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 DYNAMICS = OFFLINE / "dynamics"
 PAPER_SUITE = "paper"  # the suite docs/reproducing-the-paper.md describes
 COPIED = {  # target -> {path under docs/offline/: the file of a run of that target with the default config}
@@ -142,6 +141,8 @@ def _rows(node: dict, path: str, defs: dict, required: bool, seen: dict) -> list
 
 def configuration_md() -> str:
     """docs/configuration.md: one section per top-level key of the schema, a table of every key below it."""
+    from rollout_equality.schema import SCHEMA
+
     schema = yaml.safe_load(SCHEMA.read_text())
     defs = schema.get("$defs", {})
     seen: dict[str, str] = {}
@@ -268,12 +269,10 @@ def _split(split: dict) -> str:
 
 
 def load_config() -> dict:
-    """config.yaml as a run sees it: validated against the schema, every default filled in."""
-    from snakemake.utils import validate
+    """config.yaml as a run sees it: validated against the schema, every default filled in, references checked."""
+    from rollout_equality.cli import load_config as load
 
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
-    validate(config, str(SCHEMA))
-    return config
+    return load([str(REPO / "config.yaml")])
 
 
 def _claims_md(claims: pd.DataFrame) -> str:

@@ -27,7 +27,7 @@ def _cmd_condition(args: argparse.Namespace) -> int:
         A = np.loadtxt(path, delimiter="," if path.suffix == ".csv" else None, ndmin=2)
     else:
         raise SystemExit(f"error: {path}: give a .npy, .csv or whitespace-separated .txt matrix")
-    condition = _section(args, "condition")
+    (condition,) = _sections(args, "condition")
     result = equality_condition(A, atol=condition.atol, row_sum_atol=condition.row_sum_atol)
     out = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in result.as_dict().items()}
     json.dump(out, sys.stdout, indent=2)
@@ -40,7 +40,7 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     from rollout_equality.formats import write_csv
     from rollout_equality.io import logging_to
 
-    b, condition = _section(args, "baseline"), _section(args, "condition")
+    b, condition = _sections(args, "baseline", "condition")
     with logging_to(args.log):
         df = random_baseline(b.ns, b.trials, b.seed, atol=condition.atol, chunk_size=b.chunk_size)
         write_csv(df, args.out)
@@ -81,7 +81,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             spec["hub"] = {"id": src, "revision": args.revision}
         name = args.name or Path(src.removeprefix("package:")).name
         info = prepare_model(name, spec, Path(args.resources) / name, Path(args.resources) / name / "model.json")
-        extraction, condition = _section(args, "extraction"), _section(args, "condition")
+        extraction, condition = _sections(args, "extraction", "condition")
         if args.data:
             measure(
                 info,
@@ -141,22 +141,19 @@ _FLAGS = {  # the command-line flags that override a setting of config.yaml: (se
 }
 
 
-def _section(args: argparse.Namespace, name: str):
-    """config.yaml's section ``name`` (of ``--configfile``, validated, the schema's defaults filled in) as its
-    record (rollout_equality.settings), with the values given on the command line in place of the file's."""
-    import dataclasses
-
+def _sections(args: argparse.Namespace, *names: str) -> list:
+    """config.yaml's sections ``names`` (of ``--configfile``, read and validated once, the schema's defaults filled
+    in) as their records (rollout_equality.settings), with the values given on the command line in place of the
+    file's."""
     from rollout_equality.settings import SECTIONS, from_section
 
-    record = from_section(SECTIONS[name], load_config(args.configfile)[name])
-    given = {
-        key: getattr(args, dest)
-        for (section, key), dest in _FLAGS.items()
-        if section == name and getattr(args, dest, None) is not None
-    }
-    if "ns" in given:
-        given["ns"] = tuple(given["ns"])
-    return dataclasses.replace(record, **given)
+    config = load_config(args.configfile)
+    records = []
+    for name in names:
+        given = {key: getattr(args, dest) for (section, key), dest in _FLAGS.items() if section == name}
+        values = {**config[name], **{key: value for key, value in given.items() if value is not None}}
+        records.append(from_section(SECTIONS[name], values))
+    return records
 
 
 def load_config(paths: list[str]) -> dict:
@@ -165,7 +162,8 @@ def load_config(paths: list[str]) -> dict:
     import yaml
     from snakemake.utils import update_config, validate
 
-    from rollout_equality.config import SCHEMA, check_references
+    from rollout_equality.config import check_references
+    from rollout_equality.schema import SCHEMA
 
     config: dict = {}
     for path in paths:

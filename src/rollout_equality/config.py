@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollout_equality.schema import SCHEMA
+from rollout_equality.schema import node
 
 
 def check_references(config: dict[str, Any]) -> None:
@@ -178,13 +178,8 @@ def checked(keys: tuple[str, ...], what: str, value: Any) -> Any:
     import copy
 
     import jsonschema
-    import yaml
 
-    schema = yaml.safe_load(SCHEMA.read_text())
-    sub = schema
-    for key in keys:
-        sub = sub[key]
-    sub = {**sub, "$defs": schema.get("$defs", {})}
+    sub = {**node(*keys), "$defs": node("$defs")}
     validator_class = jsonschema.validators.validator_for(sub)
 
     def set_defaults(validator, properties, instance, subschema):

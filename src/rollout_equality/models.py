@@ -42,9 +42,6 @@ from rollout_equality.schema import node as schema_node
 
 log = logging.getLogger(__name__)
 
-SOURCES = tuple(alt["required"][0] for alt in schema_node("properties", "models", "additionalProperties")["oneOf"])
-"""The kinds of a model's source, as the schema lists them (an entry has exactly one)."""
-
 
 class ModelUnavailableError(RuntimeError):
     """The model's files cannot be had here (offline and not cached, or not found)."""
@@ -272,9 +269,10 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
     """
     from rollout_equality.config import checked
 
-    spec = checked(("properties", "models", "additionalProperties"), f"model {name!r}", spec)  # one source, ...
+    entry = ("properties", "models", "additionalProperties")
+    spec = checked(entry, f"model {name!r}", spec)  # one source, a known backend and modality
     backend, modality = spec["backend"], spec["modality"]
-    (source,) = (k for k in SOURCES if k in spec)
+    (source,) = (alt["required"][0] for alt in schema_node(*entry)["oneOf"] if alt["required"][0] in spec)
     info: dict[str, Any] = {"name": name, "backend": backend, "modality": modality, "source": source}
     target = Path(model_dir)
     if "hub" in spec:
