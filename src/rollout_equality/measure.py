@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine
 from rollout_equality.extract import Extractor, load, resolve_device
 from rollout_equality.io import atomic_path, progress
 from rollout_equality.records import analyse_inputs, write_records
@@ -72,6 +73,7 @@ def measure_inputs(
     overlap: bool = False,
     batch_by_length: bool = False,
     workers: int | None = None,
+    engine: Engine = DEFAULT_ENGINE,
 ) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
     """Run the extractor batch by batch and analyse each input alone, with the tolerances of ``condition``.
 
@@ -85,7 +87,8 @@ def measure_inputs(
     The analysis of a batch runs on ``workers`` threads (default: torch's thread count, which the
     workflow sets to the rule's threads), one task per input and token set
     (:func:`rollout_equality.records.analyse_inputs`); torch gets one thread while they run, so that
-    their rollout products do not each start a team of torch's threads.
+    their rollout products do not each start a team of torch's threads. ``engine``: how the analysis computes
+    (:class:`rollout_equality.dobrushin.Engine`; the records are the same with every engine).
 
     ``overlap``: analyse batch k on those workers while batch k + 1 runs through the network. Meant for
     a network on a GPU: torch keeps one CPU thread for the whole run (on a CPU the network then runs
@@ -121,6 +124,7 @@ def measure_inputs(
             atol=condition.atol,
             row_sum_atol=condition.row_sum_atol,
             pool=pool,
+            engine=engine,
         )
 
     def collect(picked: list[int], batch, analysed) -> None:
