@@ -223,13 +223,13 @@ def _analyse(
     condition: bool,
     work: np.ndarray | None = None,
 ) -> Outputs:
-    """The kernel's :class:`~rollout_equality._kernels.Outputs` for each matrix of a C-contiguous float64 (..., n, n)
-    array, flattened over the batch, from one compiled call that also validates it
+    """The kernel's :class:`~rollout_equality._kernels.Outputs` for each matrix of a float64 (..., n, n) array
+    (C-contiguous, else copied), flattened over the batch, from one compiled call that also validates it
     (:func:`rollout_equality._kernels.analyse_batch`): the condition test, or κ alone (``condition`` False).
     A bad entry or row sum raises ValueError. work: where given, a (batch,) int64 array that receives each
     matrix's pairs recomputed in float64 (-1: the float64 sweep alone)."""
     n = M.shape[-1]
-    flat = M.reshape(-1, n, n)
+    flat = np.ascontiguousarray(M, dtype=np.float64).reshape(-1, n, n)
     out = Outputs.empty(len(flat))
     if work is not None:
         out = out._replace(work=work)
