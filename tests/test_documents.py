@@ -183,3 +183,15 @@ def test_check_names_a_stale_document_and_writing_makes_it_current(tmp_path, mon
     assert "stale: a.md" in capsys.readouterr().err and (tmp_path / "a.md").read_text() == "before\n"
     assert command.main([]) == 0 and (tmp_path / "a.md").read_text() == "now\n"
     assert command.main(["--check"]) == 0
+
+
+def test_a_document_that_fails_to_generate_leaves_every_document_as_it_was(tmp_path, monkeypatch):
+    def fails() -> str:
+        raise ValueError("docs/b.in.md: no value for {gone}")
+
+    monkeypatch.setattr(documents, "DOCS", tmp_path)
+    monkeypatch.setattr(documents, "GENERATED", {"a.md": lambda: "now\n", "b.md": fails})
+    (tmp_path / "a.md").write_text("before\n")
+    with pytest.raises(ValueError, match="gone"):
+        command.main([])
+    assert (tmp_path / "a.md").read_text() == "before\n" and not (tmp_path / "b.md").exists()

@@ -26,6 +26,7 @@ from rollout_equality.documents import dynamics, reproducing, results
 from rollout_equality.documents.configuration import configuration_md
 from rollout_equality.documents.fill import COMMAND, fill
 from rollout_equality.documents.kept import DOCS, REPO
+from rollout_equality.io import write_text
 
 TEMPLATES: dict[str, tuple[str, Callable[[], dict[str, str]]]] = {
     # generated document (path under docs/) -> (its template, under docs/; the function computing its values)
@@ -63,7 +64,9 @@ def stale() -> list[str]:
 
 
 def write() -> list[str]:
-    """Write every document of :data:`GENERATED`; their paths under docs/."""
-    for name, generate in GENERATED.items():
-        (DOCS / name).write_text(generate())
-    return list(GENERATED)
+    """Write every document of :data:`GENERATED` (all computed first: one that fails leaves every file as it was);
+    their paths under docs/."""
+    texts = {name: generate() for name, generate in GENERATED.items()}
+    for name, text in texts.items():
+        write_text(DOCS / name, text)
+    return list(texts)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import yaml
 
 from rollout_equality.documents.fill import COMMAND
-from rollout_equality.documents.wording import cell
+from rollout_equality.documents.wording import cell, markdown_table
 from rollout_equality.schema import SCHEMA
 
 
@@ -99,12 +99,6 @@ def has_keys(node: dict, defs: dict) -> bool:
     return "properties" in node or (isinstance(node.get("items"), dict) and has_keys(node["items"], defs))
 
 
-def table(rows: list[Row]) -> list[str]:
-    """``rows`` as the lines of a Markdown table."""
-    lines = ["| key | type | default | description |", "| --- | --- | --- | --- |"]
-    return lines + [f"| {r.key} | {cell(r.type)} | {cell(r.default)} | {cell(r.description)} |" for r in rows]
-
-
 def configuration_md(schema: dict | None = None) -> str:
     """docs/configuration.md: one section per top-level key of ``schema`` (the config's schema when None), a table of
     every key below it."""
@@ -131,7 +125,7 @@ def configuration_md(schema: dict | None = None) -> str:
     for key, node in schema["properties"].items():
         node = resolve(node, defs)
         out += [f"## `{key}`", "", cell(node.get("description", "")), ""]
-        out += table(rows(node, key, defs, key in schema.get("required", []), seen)[1:])
+        out += markdown_table(Row._fields, rows(node, key, defs, key in schema.get("required", []), seen)[1:])
         out.append("")
     return "\n".join(out + [ADDING])
 

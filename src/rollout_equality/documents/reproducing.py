@@ -5,7 +5,7 @@ reads each), and the libraries that fix the rest."""
 from __future__ import annotations
 
 from rollout_equality.documents.kept import PAPER_SUITE, load_config
-from rollout_equality.documents.wording import and_, seeds, sig, split
+from rollout_equality.documents.wording import and_, markdown_table, seeds, sig, split
 
 METRICS = {"rmse": "RMSE", "accuracy": "accuracy"}  # how a published score's metric reads in a sentence
 INPUTS = {"image": "images", "text": "segments"}  # what a data set's inputs are called, by modality
@@ -46,7 +46,7 @@ def sources_table(config: dict, suite: str) -> str:
     def claims_of(subject: str) -> list[str]:
         return [f"`{c}`" for c, spec in config["claims"].items() if subject in spec.get("subjects", [])]
 
-    lines = ["| entry | kind | source | pinned revision | files | read by |", "| --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for kind, name, spec in network_sources(config, [suite]):
         if kind == "models":
             source, revision = f"hub `{spec['hub']['id']}`", pin(spec["hub"]["revision"])
@@ -88,8 +88,8 @@ def sources_table(config: dict, suite: str) -> str:
         if said:
             read.append(f"claim{'s' if len(said) > 1 else ''} {and_(said)}")
         kinds = {"models": "model", "datasets": "data set", "tables": "table"}
-        lines.append(f"| `{name}` | {kinds[kind]} | {source} | {revision} | {files} | {'; '.join(read)} |")
-    return "\n".join(lines)
+        rows.append((f"`{name}`", kinds[kind], source, revision, files, "; ".join(read)))
+    return "\n".join(markdown_table(("entry", "kind", "source", "pinned revision", "files", "read by"), rows))
 
 
 def reproducing_values() -> dict[str, str]:

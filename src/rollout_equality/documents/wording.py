@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 
 
 def cell(text) -> str:
     """``text`` on one line, fit for a Markdown table cell (``|`` escaped)."""
     return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> list[str]:
+    """A Markdown table: the ``header`` line, its rule, and a line per row, each cell through :func:`cell`."""
+    return [
+        f"| {' | '.join(header)} |",
+        f"| {' | '.join('---' for _ in header)} |",
+        *(f"| {' | '.join(cell(c) for c in row)} |" for row in rows),
+    ]
 
 
 def pct(rate: float, digits: int = 1) -> str:
