@@ -21,13 +21,20 @@ from rollout_equality.paths import FIGURE_NAMES as SUITE_FIGURES  # noqa: E402
 _PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
 _PNG_METADATA = {"Software": None}
 
+DPI = 200
+"""The resolution of every figure (points to pixels: ``pt / 72 * DPI``)."""
+FONT_PT = {"title": 9, "label": 8, "tick": 7, "note": 6.5}
+"""The font sizes of the figures (points), by role: titles, axis labels, tick labels and legends, notes in the plot.
+None is smaller than ``min(FONT_PT.values())``: tests/test_docs.py checks that it reads at the size a page shows the
+figure."""
+
 
 def save(fig: plt.Figure, path: str | os.PathLike) -> None:
     """Save ``fig`` atomically as PDF or PNG (by extension) with reproducible metadata."""
     path = Path(path)
     metadata = _PDF_METADATA if path.suffix == ".pdf" else _PNG_METADATA
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=path.suffix.lstrip("."), metadata=metadata, dpi=200, bbox_inches="tight")
+        fig.savefig(tmp, format=path.suffix.lstrip("."), metadata=metadata, dpi=DPI, bbox_inches="tight")
 
 
 def baseline_figure(df: pd.DataFrame, claim: Mapping | None = None) -> plt.Figure:
@@ -61,8 +68,8 @@ def baseline_figure(df: pd.DataFrame, claim: Mapping | None = None) -> plt.Figur
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel("matrix size $n$ (tokens)")
     ax.set_ylabel("condition holds (%)")
-    ax.set_title("Equality condition on uniformly random stochastic matrices", fontsize=9)
-    ax.legend(fontsize=7, frameon=False)
+    ax.set_title("Equality condition on uniformly random stochastic matrices", fontsize=FONT_PT["title"])
+    ax.legend(fontsize=FONT_PT["tick"], frameon=False)
     ax.grid(alpha=0.3, lw=0.5)
     fig.tight_layout()
     return fig
@@ -129,22 +136,22 @@ def depth_figure(depth: pd.DataFrame, seeded=frozenset()) -> plt.Figure:
                 patches.append(matplotlib.patches.Rectangle((layer / L, r - 0.42), 1 / L, 0.84))
                 colours.append(100 * rate)
             pooled = g["holds"].sum() / g["pairs"].sum()
-            ax.text(1.02, r, f"{100 * pooled:.0f}%", va="center", ha="left", fontsize=6.5)
+            ax.text(1.02, r, f"{100 * pooled:.0f}%", va="center", ha="left", fontsize=FONT_PT["note"])
         collection = PatchCollection(patches, cmap=cmap, norm=norm, edgecolor="white", linewidth=0.4)
         collection.set_array(np.asarray(colours))
         ax.add_collection(collection)
         ax.set_xlim(0, 1)
         ax.set_ylim(len(rows) - 0.5, -0.5)
-        ax.set_xticks([0, 0.5, 1], ["first", "middle", "last"], fontsize=7)
-        ax.set_xlabel("layer (normalised depth)", fontsize=8)
-        ax.set_title(f"{token_set} tokens", fontsize=9)
+        ax.set_xticks([0, 0.5, 1], ["first", "middle", "last"], fontsize=FONT_PT["tick"])
+        ax.set_xlabel("layer (normalised depth)", fontsize=FONT_PT["label"])
+        ax.set_title(f"{token_set} tokens", fontsize=FONT_PT["title"])
         for spine in ("top", "right"):
             ax.spines[spine].set_visible(False)
-    axes[0].set_yticks(range(len(rows)), [_label(*row) for row in rows], fontsize=7)
+    axes[0].set_yticks(range(len(rows)), [_label(*row) for row in rows], fontsize=FONT_PT["tick"])
     bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, fraction=0.025, pad=0.07)
-    bar.set_label("condition holds (% of inputs)", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
-    fig.suptitle("Equality condition per layer (number at the right: over all layers)", fontsize=9)
+    bar.set_label("condition holds (% of inputs)", fontsize=FONT_PT["label"])
+    bar.ax.tick_params(labelsize=FONT_PT["tick"])
+    fig.suptitle("Equality condition per layer (number at the right: over all layers)", fontsize=FONT_PT["title"])
     return fig
 
 
@@ -169,17 +176,17 @@ def slack_figure(records: pd.DataFrame) -> plt.Figure:
             f"{100 * g['holds'].mean():.0f}% at equality",
             transform=ax.get_yaxis_transform(),
             va="center",
-            fontsize=6.5,
+            fontsize=FONT_PT["note"],
         )
-    ax.set_yticks(range(len(rows)), [_label(*row) for row in rows], fontsize=7)
+    ax.set_yticks(range(len(rows)), [_label(*row) for row in rows], fontsize=FONT_PT["tick"])
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xscale("log")
     ax.set_xlabel(
         f"slack ½(1+κ(A)) − κ(½(I+A)) per input and layer, content tokens\n"
         f"(values ≤ {floor:g}, equality, drawn at {floor:g})",
-        fontsize=8,
+        fontsize=FONT_PT["label"],
     )
-    ax.tick_params(axis="x", labelsize=7)
+    ax.tick_params(axis="x", labelsize=FONT_PT["tick"])
     ax.grid(alpha=0.3, lw=0.5, axis="x")
     fig.tight_layout()
     return fig
@@ -206,18 +213,21 @@ def rollout_figure(rollout: pd.DataFrame) -> plt.Figure:
         ax.axhline(1, color="0.4", ls="--", lw=0.8)
         ax.plot(x, med["half"], ":", color="C3", lw=1.3, label="Π κ(½(I+A_l)) / bound")
         ax.plot(x, med["rollout"], "-", color="C0", lw=1.4, label="κ(rollout) / bound")
-        ax.set_title(_label(model, dataset), fontsize=6.5)
+        ax.set_title(_label(model, dataset), fontsize=FONT_PT["note"])
         ax.set_ylim(0, 1.08)
-        ax.tick_params(labelsize=6)
+        ax.tick_params(labelsize=FONT_PT["note"])
         ax.grid(alpha=0.3, lw=0.5)
     for ax in list(axes.flat)[len(rows) :]:
         ax.set_visible(False)
     for ax in axes[-1]:
-        ax.set_xlabel("normalised depth", fontsize=7)
+        ax.set_xlabel("normalised depth", fontsize=FONT_PT["tick"])
     for ax in axes[:, 0]:
-        ax.set_ylabel("ratio to Π ½(1+κ(A_l))", fontsize=7)
-    axes.flat[0].legend(fontsize=6, frameon=False, loc="lower left")
-    fig.suptitle("Rollout against the product bound (medians over inputs, all tokens; dashed: the bound)", fontsize=9)
+        ax.set_ylabel("ratio to Π ½(1+κ(A_l))", fontsize=FONT_PT["tick"])
+    axes.flat[0].legend(fontsize=FONT_PT["note"], frameon=False, loc="lower left")
+    fig.suptitle(
+        "Rollout against the product bound (medians over inputs, all tokens; dashed: the bound)",
+        fontsize=FONT_PT["title"],
+    )
     fig.tight_layout()
     return fig
 
@@ -249,10 +259,10 @@ def heatmap_figure(panels: list[tuple[np.ndarray, np.ndarray, int, str]]) -> plt
         ax.set_xlabel(
             f"key token; red: rows {i}, {j} at maximal TV {tv[i, j]:.3f} "
             f"({'mutually self-dominant' if dominant else 'not self-dominant'})",
-            fontsize=6,
+            fontsize=FONT_PT["note"],
         )
-        ax.set_ylabel("query token", fontsize=7)
-        ax.set_title(title, fontsize=7)
+        ax.set_ylabel("query token", fontsize=FONT_PT["tick"])
+        ax.set_title(title, fontsize=FONT_PT["tick"])
     fig.tight_layout()
     return fig
 
@@ -323,7 +333,7 @@ def write_suite_figures(
             "no attention dump in this suite (extraction.dump_inputs = 0)",
             ha="center",
             va="center",
-            fontsize=8,
+            fontsize=FONT_PT["label"],
         )
         ax.axis("off")
         write_figure(fig, *heatmap)
