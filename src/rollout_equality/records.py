@@ -19,8 +19,12 @@ Rollout records (:data:`ROLLOUT_SCHEMA`)
     layers 0..depth), n_layers, kappa_rollout (κ of Π ½(I + A_l)),
     product_kappa_half (Π κ(½(I + A_l))), product_bound (Π ½(1 + κ(A_l))).
 
-File metadata (key ``rollout_equality``) holds the run's provenance as JSON:
-model source and revision, data manifest hash, tolerances, device, versions.
+File metadata (key ``rollout_equality``) holds the run's provenance as JSON, the same fields for every records file
+(:func:`rollout_equality.measure.measure_and_write` writes them all): ``model`` (what was measured: its source,
+revision, distribution and version, every file's SHA-256; no path), ``dataset`` (name, manifest hash, count),
+``condition`` (the tolerances), ``extraction`` (batching, token limit, preprocessing, how attention was read) and
+``compute`` (what decides the bits: device, torch's threads, the CPU code path, library versions;
+:func:`rollout_equality.compute.provenance`).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ class Extraction:
     """``extraction:``: how attention is read (rule measure)."""
 
     device: str
+    threads: int
     batch_size: int
     max_tokens: int
     dump_inputs: int

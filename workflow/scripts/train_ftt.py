@@ -6,7 +6,7 @@ from rollout_equality.job import prelude
 
 prelude(snakemake.params.training["threads"])  # offline, thread counts: before the library's imports
 
-from rollout_equality.extract import resolve_device
+from rollout_equality.compute import resolve_device
 from rollout_equality.ftt import train_ftt
 from rollout_equality.io import logging_to
 
