@@ -28,14 +28,16 @@ REPO = Path(__file__).resolve().parents[1]
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
 
 
-def snakemake(workdir: Path, *args: str, config: dict | None = None) -> subprocess.CompletedProcess:
-    """Run `python -m snakemake` on this repository's Snakefile in ``workdir``."""
+def snakemake(
+    workdir: Path, *args: str, config: dict | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """Run `python -m snakemake` on this repository's Snakefile in ``workdir`` (``env``: more environment variables)."""
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir)]
     if config is not None:
         cfg = workdir / "config.yaml"
         cfg.write_text(yaml.safe_dump(config))
         cmd += ["--configfile", str(cfg)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SOURCE_DATE_EPOCH": "0"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SOURCE_DATE_EPOCH": "0", **(env or {})}
     return subprocess.run(cmd + list(args), cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -649,3 +651,44 @@ def test_a_rule_claims_the_gpu_only_when_its_device_resolves_to_cuda(tmp_path, e
     expected = {"measure": cuda(extraction), "train_ftt": cuda(training), "measure_ftt": cuda(training)}
     assert {r: claims[r] for r in expected} == {r: {int(v)} for r, v in expected.items()}
     assert all(claims[r] == {0} for r in claims if r not in expected)
+
+
+def another_processor() -> dict[str, str]:
+    """The variables that make this machine's torch, MKL and oneDNN take another processor's kernels: an AVX2
+    processor's on an AVX-512 one, else those of a processor with SSE only."""
+    import torch
+
+    if torch.backends.cpu.get_cpu_capability() == "AVX512":
+        return {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    return {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"}
+
+
+KAPPA_ACROSS_PROCESSORS = 1e-5
+"""How far a transformer's κ may move on another processor's kernels (docs/outputs.md#reproducibility)."""
+
+
+@pytest.mark.slow
+def test_another_processors_kernels_give_what_the_guarantee_says(run_a, tmp_path):
+    """The tiny suite again under another processor's kernels (docs/outputs.md#reproducibility): FT-Transformer, on
+    the code path the config fixes, gives the same model, records and scores byte for byte; the transformers'
+    records (the forward pass on the native code path) keep every ``holds`` here and move κ by less than
+    KAPPA_ACROSS_PROCESSORS; every table of rates, the claims and the random baseline are the same bytes."""
+    from rollout_equality.records import read_metadata
+
+    a, b = run_a, tmp_path
+    res = snakemake(b, "--cores", "2", "offline", config=TINY, env=another_processor())
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    same = [str(p.relative_to(a)) for p in sorted((a / "results/ftt").rglob("model.pt"))]
+    same += [str(p.relative_to(a)) for p in sorted((a / "results/records/ftt").rglob("*.parquet"))]
+    same += [f"results/tables/offline/{t}.csv" for t in ("ftt_scores", "ftt", "model_rates", "depth_rates", "claims")]
+    same += ["results/tables/offline/special_tokens.csv", "results/baseline/random_baseline.csv"]
+    assert len(same) > 10
+    assert [rel for rel in same if (a / rel).read_bytes() != (b / rel).read_bytes()] == []
+    for exp in TINY["suites"]["offline"]:
+        rel = f"results/records/{exp['model']}/{exp['dataset']}.parquet"
+        mine, native = pd.read_parquet(b / rel), pd.read_parquet(a / rel)
+        exact = ["input_id", "layer", "token_set", "n_tokens", "holds", "holds_direct"]
+        pd.testing.assert_frame_equal(mine[exact], native[exact])
+        assert (mine["kappa"] - native["kappa"]).abs().max() < KAPPA_ACROSS_PROCESSORS, rel
+        compute, native_compute = read_metadata(b / rel)["compute"], read_metadata(a / rel)["compute"]
+        assert compute["code_path"] == another_processor() != native_compute["code_path"]  # the other kernels ran

@@ -28,6 +28,7 @@ class Extraction:
 
     device: str
     threads: int
+    code_path: str
     batch_size: int
     max_tokens: int
     dump_inputs: int

@@ -57,6 +57,7 @@ rule unroll_albert:
         albert=config["dynamics"]["albert"],
         condition=config["condition"],
         threads=config["extraction"]["threads"],
+        code_path=config["extraction"]["code_path"],
     script:
         "../scripts/unroll_albert.py"
 

@@ -4,7 +4,7 @@ import _checkout  # noqa: F401  (this checkout's library first)
 
 from rollout_equality.job import prelude
 
-prelude(snakemake.params.training["threads"])  # offline, thread counts: before the library's imports
+prelude(snakemake.params.training["threads"], snakemake.params.training["code_path"])  # offline, threads, code path
 
 from rollout_equality.compute import resolve_device
 from rollout_equality.ftt import train_ftt
