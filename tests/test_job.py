@@ -75,27 +75,29 @@ def test_the_prelude_refuses_a_bad_thread_count(threads):
 
 
 def test_the_prelude_fixes_the_cpu_code_path_before_torch_starts():
-    """compatible: torch's ATen kernels at the default capability, MKL's COMPATIBLE branch, oneDNN's SSE4.1; a variable
-    of another code path set by the environment is removed; native leaves the environment's choice alone."""
+    """compatible: torch's ATen kernels at the default capability, MKL's COMPATIBLE branch, oneDNN's SSE4.1, numba's
+    generic x86-64; a variable of another code path set by the environment is removed; native leaves the
+    environment's choice alone."""
     code = (
         "import json, os\n"
         "from rollout_equality.job import prelude\n"
         "import sys\n"
         "prelude(1, sys.argv[1])\n"
         "import torch\n"
-        "keys = ('ATEN_CPU_CAPABILITY', 'MKL_CBWR', 'ONEDNN_MAX_CPU_ISA')\n"
+        "keys = ('ATEN_CPU_CAPABILITY', 'MKL_CBWR', 'ONEDNN_MAX_CPU_ISA', 'NUMBA_CPU_NAME')\n"
         "print(json.dumps([torch.backends.cpu.get_cpu_capability(), [os.environ.get(k) for k in keys]]))\n"
     )
     env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX512_CORE", "ATEN_CPU_CAPABILITY": "avx2"}
     env.pop("MKL_CBWR", None)
+    env.pop("NUMBA_CPU_NAME", None)
     found = {}
     for name in ("compatible", "avx2", "native"):
         res = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, env=env)
         assert res.returncode == 0, res.stderr
         found[name] = json.loads(res.stdout)
-    assert found["compatible"] == ["DEFAULT", ["default", "COMPATIBLE", "SSE41"]]
-    assert found["avx2"] == ["AVX2", ["avx2", "AVX2", "AVX2"]]
-    assert found["native"] == ["AVX2", ["avx2", None, "AVX512_CORE"]]  # the environment's, untouched
+    assert found["compatible"] == ["DEFAULT", ["default", "COMPATIBLE", "SSE41", "generic"]]
+    assert found["avx2"] == ["AVX2", ["avx2", "AVX2", "AVX2", "haswell"]]
+    assert found["native"] == ["AVX2", ["avx2", None, "AVX512_CORE", None]]  # the environment's, untouched
 
 
 def test_the_code_path_is_refused_once_torch_has_started_and_when_unknown():

@@ -654,13 +654,13 @@ def test_a_rule_claims_the_gpu_only_when_its_device_resolves_to_cuda(tmp_path, e
 
 
 def another_processor() -> dict[str, str]:
-    """The variables that make this machine's torch, MKL and oneDNN take another processor's kernels: an AVX2
-    processor's on an AVX-512 one, else those of a processor with SSE only."""
+    """The variables that make this machine's torch, MKL, oneDNN and numba take another processor's kernels: an
+    AVX2 processor's on an AVX-512 one, else those of a processor with SSE only."""
     import torch
 
-    if torch.backends.cpu.get_cpu_capability() == "AVX512":
-        return {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-    return {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"}
+    from rollout_equality.job import CODE_PATHS
+
+    return CODE_PATHS["avx2" if torch.backends.cpu.get_cpu_capability() == "AVX512" else "compatible"]
 
 
 KAPPA_ACROSS_PROCESSORS = 1e-5

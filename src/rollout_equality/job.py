@@ -12,7 +12,7 @@ the script passes the count the config fixes (``tabular.training.threads``) inst
 same config gives the same bytes on any machine, whatever ``--cores`` or a cluster's ``cpus_per_task`` is.
 
 The CPU code path: each library picks the fastest kernels for the processor it finds (torch's ATen kernels by
-vector width, MKL's BLAS, oneDNN's JIT), and other kernels add in another order. ``code_path`` (a config
+vector width, MKL's BLAS, oneDNN's JIT, numba's compiled analysis), and other kernels add in another order. ``code_path`` (a config
 setting, :data:`CODE_PATHS`) fixes the choice with the libraries' own variables, read when they start, so that
 another CPU runs the same kernels: ``native`` leaves the choice to each library (and to the environment);
 ``avx2`` the AVX2 kernels (MKL promises the same results on every Intel CPU with AVX2, and falls back to its own
@@ -28,8 +28,18 @@ import sys
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 CODE_PATHS = {
     "native": {},
-    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
-    "compatible": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"},
+    "avx2": {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_CBWR": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "NUMBA_CPU_NAME": "haswell",
+    },
+    "compatible": {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_CBWR": "COMPATIBLE",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+        "NUMBA_CPU_NAME": "generic",
+    },
 }
 """The CPU code paths a config may fix (``code_path``): the variables each sets (see the module)."""
 THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
