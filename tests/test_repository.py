@@ -33,3 +33,61 @@ def test_every_rule_has_log_and_an_existing_conda_env():
             env = re.search(r'\n    conda:\n        "([^"]+)"', rule)
             assert env, f"rule {name} in {smk.name} has no conda:"
             assert (smk.parent / env.group(1)).resolve().is_file(), f"rule {name}: {env.group(1)} missing"
+
+
+# The Citation File Format's schema, version 1.2.0, as the format's own repository publishes it
+# (github.com/citation-file-format/citation-file-format, tag 1.2.0, schema.json; CC-BY-4.0). Vendored: the tests
+# reach no network, and cffconvert, the format's own validator, requires jsonschema < 4 (this project needs >= 4.20).
+CFF_SCHEMA = REPO / "tests/data/cff-1.2.0.schema.json"
+CFF_SCHEMA_SHA256 = "0b8d22140da702d766df318dcff3a91af2f39521298dcf36d76315fd99cc169b"
+
+
+def cff_errors(citation: dict) -> list[str]:
+    """What the CFF 1.2.0 schema (with its formats: dates, and URIs where a checker is installed) rejects in
+    ``citation``, one line per error."""
+    import json
+
+    import jsonschema
+
+    schema = json.loads(CFF_SCHEMA.read_text())
+    validator = jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
+    return [f"{'/'.join(map(str, e.path)) or '(top)'}: {e.message}" for e in validator.iter_errors(citation)]
+
+
+def test_citation_file_is_valid_cff_and_cites_the_paper_and_the_companion_study():
+    import hashlib
+    import tomllib
+
+    import yaml
+
+    assert hashlib.sha256(CFF_SCHEMA.read_bytes()).hexdigest() == CFF_SCHEMA_SHA256, "the vendored schema changed"
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert cff_errors(citation) == []
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert (citation["version"], citation["license"]) == (project["version"], project["license"])
+    paper = citation["preferred-citation"]
+    assert paper["doi"] == "10.48550/arxiv.2610.05558" and paper["authors"] == [{"family-names": "Rola"}]
+    assert paper["title"] in " ".join((REPO / "README.md").read_text().split())  # the paper README names
+    companion = [r for r in citation["references"] if r["authors"] == [{"family-names": "Altafini"}]]
+    assert [r["title"] for r in companion] == [
+        "Asymptotic Analysis of Discrete-Time Self-Attention Dynamics in Transformers"
+    ]
+    # the check sees what a broken file gets wrong
+    broken = {**citation, "preferred-citation": {**paper, "doi": "arXiv:2610.05558", "status": "published"}}
+    del broken["title"]
+    errors = cff_errors(broken)
+    assert sorted(e.split(": ", 1)[0] for e in errors) == [
+        "(top)",
+        "preferred-citation/doi",
+        "preferred-citation/status",
+    ], errors
+    assert any("'title' is a required property" in e for e in errors), errors
+
+
+def test_license_is_the_one_pyproject_declares():
+    import tomllib
+
+    assert tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["license"] == "MIT"
+    text = (REPO / "LICENSE").read_text()
+    assert text.startswith("MIT License\n\nCopyright (c) 2026 The rollout-equality authors\n")
+    assert 'THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND' in text
