@@ -1,7 +1,10 @@
 """The repository keeps its promises: README commands, CI, every rule logs and names its environment
 (what the environments hold: tests/test_conda_envs.py)."""
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,3 +94,48 @@ def test_license_is_the_one_pyproject_declares():
     text = (REPO / "LICENSE").read_text()
     assert text.startswith("MIT License\n\nCopyright (c) 2026 The rollout-equality authors\n")
     assert 'THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND' in text
+
+
+def test_pre_commit_runs_the_form_checks_of_ci(tmp_path):
+    """.pre-commit-config.yaml runs .ci/run's code-form checks, each hook the command CI runs (on the files a commit
+    changes instead of on every file); run for real in a scratch clone it passes, and fails on a file out of form."""
+    import shutil
+
+    import yaml
+    from scratch import scratch_clone
+
+    ci = (REPO / ".ci/run").read_text().split("# The code's form", 1)[1].splitlines()[1:]
+    ci_checks = [line for line in ci if line.startswith(".venv/bin/")]
+    hooks = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())["repos"]
+    assert [repo["repo"] for repo in hooks] == ["local"]
+    entries = [hook["entry"].replace(" --force-exclude", "") for hook in hooks[0]["hooks"]]
+    # CI's line is the hook's command followed by the paths it checks ("." or the workflow's files), or equal to it
+    assert [next((e for e in entries if line == e or line.startswith(e + " ")), None) for line in ci_checks] == entries
+    assert len(ci_checks) == 4
+
+    pre_commit = Path(sys.prefix) / "bin" / "pre-commit"
+    assert pre_commit.exists(), "pre-commit is in the test extra: pip install -e '.[test]'"
+    clone = scratch_clone(tmp_path / "clone")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(pre_commit), "run", "--all-files"], cwd=clone, env=env, capture_output=True, text=True, timeout=600
+        )
+
+    res = run()
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [line.split(".")[0] for line in res.stdout.splitlines() if line.endswith("Passed")] == [
+        "ruff check",
+        "ruff format --check",
+        "snakefmt --check",
+        "snakemake --lint",
+    ]
+    (clone / "src/rollout_equality/untidy.py").write_text("import os,sys\nx = {'a':1}\n")
+    rules = clone / "workflow/rules/baseline.smk"
+    rules.write_text(rules.read_text().replace('"../../envs/workflow.yaml"', "'../../envs/workflow.yaml'", 1))
+    subprocess.run(["git", "add", "--all"], cwd=clone, check=True)
+    res = run()
+    failed = [line.split(".")[0] for line in res.stdout.splitlines() if line.endswith("Failed")]
+    assert res.returncode == 1 and failed == ["ruff check", "ruff format --check", "snakefmt --check"], res.stdout
+    shutil.rmtree(clone)
