@@ -137,6 +137,59 @@ def test_a_config_referring_to_the_wrong_entry_fails_naming_it(mutate, message):
     assert message in str(error.value)
 
 
+# A message of docutils, which renders the report's captions (reStructuredText): "<string>:1: (ERROR/3) Undefined
+# substitution referenced: ..." in Snakemake's output, and a "problematic" or "system-message" mark in the page.
+DOCUTILS_MESSAGE = re.compile(r"\((?:DEBUG|INFO|WARNING|ERROR|SEVERE)/[0-4]\)")
+
+
+def report_problems(res: subprocess.CompletedProcess, report: Path) -> list[str]:
+    """What docutils said while Snakemake wrote ``report`` (each line of its output with a docutils message), and
+    the marks docutils leaves in the page where a caption did not render."""
+    said = [line for line in (res.stdout + res.stderr).splitlines() if DOCUTILS_MESSAGE.search(line)]
+    page = report.read_text(encoding="utf-8", errors="replace")
+    return said + [mark for mark in ("problematic", "system-message") if mark in page]
+
+
+def test_report_problems_finds_a_docutils_error(tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text('<span class="problematic">|corr|</span>')
+    out = '<string>:1: (ERROR/3) Undefined substitution referenced: "corr(x_i, v1)".'
+    res = subprocess.CompletedProcess([], 0, stdout=f"Building report\n{out}\n", stderr="")
+    assert report_problems(res, page) == [out, "problematic"]
+    page.write_text("<p>fine</p>")
+    assert report_problems(subprocess.CompletedProcess([], 0, stdout="Building report\n", stderr=""), page) == []
+
+
+def caption_messages(rst: str) -> list[str]:
+    """What docutils says rendering the caption ``rst`` as Snakemake's report renders it (Jinja first, with the
+    validated tiny config as ``snakemake.config``, then reStructuredText to HTML): its warnings and errors."""
+    import io
+    from types import SimpleNamespace
+
+    import jinja2
+    from docutils.core import publish_parts
+    from schema import validated
+
+    text = jinja2.Environment().from_string(rst).render(snakemake=SimpleNamespace(config=validated()))
+    stream = io.StringIO()
+    publish_parts(text, writer="html", settings_overrides={"warning_stream": stream, "report_level": 2})
+    return [line for line in stream.getvalue().splitlines() if DOCUTILS_MESSAGE.search(line)]
+
+
+def test_caption_messages_finds_a_substitution():
+    assert caption_messages("mean |corr(x_i, v1)| per token") == [
+        '<string>:1: (ERROR/3) Undefined substitution referenced: "corr(x_i, v1)".'
+    ]
+    assert caption_messages("mean \\|corr(x_i, v1)\\| per token, ``heatmap: true``") == []
+
+
+@pytest.mark.parametrize("caption", sorted((REPO / "workflow/report").glob("*.rst")), ids=lambda p: p.name)
+def test_report_captions_render_without_a_docutils_message(caption):
+    """Each caption of the HTML report is reStructuredText that renders cleanly (the slow report runs check
+    Snakemake's own output too)."""
+    assert caption_messages(caption.read_text()) == []
+
+
 @pytest.mark.slow
 def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
     runs = []
@@ -159,6 +212,7 @@ def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
     assert "unroll ALBERT" in (a / "results/logs/unroll_albert/tiny_albert/pydoc.log").read_text()
     res = snakemake(a, "--cores", "2", "--report", str(a / "report.html"), "dynamics_offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert report_problems(res, a / "report.html") == []
     report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "albert.png" in report and "basin.png" in report and "simulations.html" in report
     outputs = sorted(
@@ -305,6 +359,7 @@ def test_offline_figures_and_the_html_report(run_a):
         assert (a / f"paper/figures/offline/{figure}.png").stat().st_size > 5000
     res = snakemake(a, "--cores", "2", "--report", str(a / "report.html"), "offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert report_problems(res, a / "report.html") == []
     report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "depth.png" in report and "claims.csv" in report and "baseline_rate.png" in report
 
