@@ -66,6 +66,13 @@ def check_references(config: dict[str, Any]) -> None:
             raise ValueError(f"tabular table {name!r}: split test: source needs `test_path` in its csv source")
 
 
+def model_kinds(models: dict[str, Any]) -> dict[str, str]:
+    """Each model of ``models:`` by its source: ``untrained control`` for ``random_init`` (the architecture with
+    weights drawn at random), ``trained`` for every source that reads weights (hub, local, dist_zip, onnx_export).
+    The figures group their rows by it."""
+    return {name: "untrained control" if "random_init" in entry else "trained" for name, entry in models.items()}
+
+
 FTT_PREFIX = "ftt:"
 """A claim's subject ``ftt:<table>`` stands for every FT-Transformer run of a table of ``tabular.datasets``."""
 

@@ -8,7 +8,12 @@ from snakemake.utils import min_version, validate
 sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
 from rollout_equality import paper
 from rollout_equality.claims import baseline_claim
-from rollout_equality.config import check_references, claim_reasons, resolved_tables
+from rollout_equality.config import (
+    check_references,
+    claim_reasons,
+    model_kinds,
+    resolved_tables,
+)
 from rollout_equality.sources import needs_network, suite_sources
 
 min_version("9.0")
