@@ -70,6 +70,63 @@ def test_repository_config_is_valid(tmp_path):
     assert "unroll_albert" in res.stdout and "simulate_dynamics" in res.stdout
 
 
+def planned(res: subprocess.CompletedProcess, rule: str) -> int:
+    """How many jobs of ``rule`` a dry run plans (its job stats)."""
+    found = re.search(rf"^{rule}\s+(\d+)$", res.stdout, flags=re.M)
+    return int(found.group(1)) if found else 0
+
+
+GIANT = {"dinov2_giant": {"backend": "transformers", "modality": "image", "hub": {"id": "facebook/dinov2-giant"}}}
+GIANT["dinov2_giant"]["hub"]["revision"] = "main"
+
+
+def test_an_overlay_adds_a_suite_of_its_own_and_says_when_it_shrinks_a_shipped_one(tmp_path):
+    """`--configfile my.yaml` is merged into config.yaml as Snakemake merges it: mappings key by key, lists replaced.
+    A suite of one's own lands beside the shipped suites, with its target suite_<name>; an overlay that lists a
+    shipped suite replaces it, and the run says so, naming what it left out."""
+    shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
+    shipped = yaml.safe_load((REPO / "config.yaml").read_text())["suites"]["paper"]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        yaml.safe_dump({"models": GIANT, "suites": {"mine": [{"model": "dinov2_giant", "dataset": "imagenet_val"}]}})
+    )
+    res = snakemake(tmp_path, "--configfile", str(mine), "-n", "all", "suite_mine")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert planned(res, "measure") == len(shipped) + 1 and "Warning: suites." not in res.stdout + res.stderr
+    shrinking = tmp_path / "shrinking.yaml"
+    shrinking.write_text(
+        yaml.safe_dump({"models": GIANT, "suites": {"paper": [{"model": "dinov2_giant", "dataset": "imagenet_val"}]}})
+    )
+    res = snakemake(tmp_path, "--configfile", str(shrinking), "-n", "all")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert planned(res, "measure") == 1
+    assert (
+        f"Warning: suites.paper: this run keeps 0 of the {len(shipped)} entries of the config file"
+        in res.stdout + res.stderr
+    )
+
+
+def test_dropped_by_overlay_names_each_suite_and_what_it_lost():
+    from rollout_equality.config import dropped_by_overlay
+
+    shipped = {
+        "suites": {"paper": [{"model": "a", "dataset": "d"}, {"model": "b", "dataset": "d"}], "offline": []},
+        "tabular": {"suites": {"paper": ["t1", "t2"]}},
+    }
+    same = {"suites": {**shipped["suites"], "mine": [{"model": "c", "dataset": "d"}]}, "tabular": shipped["tabular"]}
+    assert dropped_by_overlay(shipped, same) == []
+    more = {"suites": {"paper": [{"model": "b", "dataset": "d", "heatmap": False}, {"model": "a", "dataset": "d"}]}}
+    assert dropped_by_overlay(shipped, {**more, "tabular": {"suites": {"paper": ["t2", "t1", "t3"]}}}) == []
+    shrunk = {"suites": {"paper": [{"model": "b", "dataset": "d"}], "offline": []}, "tabular": {"suites": {}}}
+    messages = dropped_by_overlay(shipped, shrunk)
+    assert [m.split(" (", 1)[0] for m in messages] == [
+        "suites.paper: this run keeps 1 of the 2 entries of the config file",
+        "tabular.suites.paper: this run keeps 0 of the 2 entries of the config file",
+    ]
+    assert "(a on d left out)" in messages[0] and "(t1, t2 left out)" in messages[1]
+    assert "target suite_mine" in messages[0] and "with suites: {mine: []}" in messages[1]
+
+
 BAD_CONFIGS = [
     (lambda c: c["baseline"].update(trails=10), "trails"),
     (lambda c: c.update(baselin={}), "baselin"),
@@ -88,6 +145,7 @@ BAD_CONFIGS = [
     (lambda c: c["models"]["tiny_timm_deit"]["random_init"].pop("timm_name"), "'timm_name' is a required property"),
     (lambda c: c["models"]["tiny_albert"]["random_init"].pop("config"), "'config' is a required property"),
     (lambda c: c["tabular"]["training"].update(threads=0), "instance['tabular']['training']['threads']"),
+    (lambda c: c["suites"].update({"my suite": []}), "'my suite' does not match"),
 ]
 
 
