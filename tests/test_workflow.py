@@ -23,7 +23,7 @@ from rollout_equality.settings import Baseline, from_section
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The tiny end-to-end configuration (runnable by hand in a folder holding it as config.yaml: README, Quick start).
+# The tiny end-to-end configuration (runnable by hand in a folder of its own: README, Quick start).
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
 
 
