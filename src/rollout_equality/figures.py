@@ -21,13 +21,20 @@ from rollout_equality.paths import FIGURE_NAMES as SUITE_FIGURES  # noqa: E402
 _PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
 _PNG_METADATA = {"Software": None}
 
+DPI = 200
+"""The resolution of every figure (points to pixels: ``pt / 72 * DPI``)."""
+FONT_PT = {"title": 9, "label": 8, "tick": 7, "note": 6.5}
+"""The font sizes of the figures (points), by role: titles, axis labels, tick labels and legends, notes in the plot.
+None is smaller than ``min(FONT_PT.values())``: tests/test_docs.py checks that it reads at the size a page shows the
+figure."""
+
 
 def save(fig: plt.Figure, path: str | os.PathLike) -> None:
     """Save ``fig`` atomically as PDF or PNG (by extension) with reproducible metadata."""
     path = Path(path)
     metadata = _PDF_METADATA if path.suffix == ".pdf" else _PNG_METADATA
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=path.suffix.lstrip("."), metadata=metadata, dpi=200, bbox_inches="tight")
+        fig.savefig(tmp, format=path.suffix.lstrip("."), metadata=metadata, dpi=DPI, bbox_inches="tight")
 
 
 def baseline_figure(df: pd.DataFrame, claim: Mapping | None = None) -> plt.Figure:
@@ -61,8 +68,8 @@ def baseline_figure(df: pd.DataFrame, claim: Mapping | None = None) -> plt.Figur
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel("matrix size $n$ (tokens)")
     ax.set_ylabel("condition holds (%)")
-    ax.set_title("Equality condition on uniformly random stochastic matrices", fontsize=9)
-    ax.legend(fontsize=7, frameon=False)
+    ax.set_title("Equality condition on uniformly random stochastic matrices", fontsize=FONT_PT["title"])
+    ax.legend(fontsize=FONT_PT["tick"], frameon=False)
     ax.grid(alpha=0.3, lw=0.5)
     fig.tight_layout()
     return fig
@@ -126,7 +133,9 @@ def _label(model: str, dataset: str) -> str:
 
 def _row_labels(ax, rows) -> None:
     """Row labels on ``ax``'s y axis: runs as ``model (dataset)``, each group's heading in bold with a rule above."""
-    ax.set_yticks(range(len(rows)), [GROUPS[v] if k == "group" else _label(*v) for k, v in rows], fontsize=7)
+    ax.set_yticks(
+        range(len(rows)), [GROUPS[v] if k == "group" else _label(*v) for k, v in rows], fontsize=FONT_PT["tick"]
+    )
     ax.tick_params(axis="y", length=0)
     for tick, (kind, _) in zip(ax.get_yticklabels(), rows):
         if kind == "group":
@@ -227,17 +236,25 @@ def depth_figure(
             strip.plot([100 * p["ci_low"], 100 * p["ci_high"]], [r, r], color=colour, lw=1.0)
             strip.plot([100 * p["rate"]], [r], "o", ms=2.8, color=colour)
             mark = {"above the range": " ▲", "below the range": " ▼"}.get(where, "")
-            strip.text(104, r, f"{100 * p['rate']:.0f}%{mark}", va="center", fontsize=6.5, color=colour, clip_on=False)
+            strip.text(
+                104,
+                r,
+                f"{100 * p['rate']:.0f}%{mark}",
+                va="center",
+                fontsize=FONT_PT["note"],
+                color=colour,
+                clip_on=False,
+            )
         collection = PatchCollection(patches, cmap=cmap, norm=norm, edgecolor="white", linewidth=0.4)
         collection.set_array(np.asarray(colours))
         heat.add_collection(collection)
         heat.set_xlim(0, 1)
-        heat.set_xticks([0, 0.5, 1], ["first", "middle", "last"], fontsize=7)
-        heat.set_xlabel("layer (normalised depth)", fontsize=7)
-        heat.set_title(f"{token_set} tokens: per layer", fontsize=8)
+        heat.set_xticks([0, 0.5, 1], ["first", "middle", "last"], fontsize=FONT_PT["tick"])
+        heat.set_xlabel("layer (normalised depth)", fontsize=FONT_PT["tick"])
+        heat.set_title(f"{token_set} tokens: per layer", fontsize=FONT_PT["label"])
         strip.set_xlim(0, 100)
-        strip.set_xticks([0, 50, 100], ["0", "50", "100%"], fontsize=6.5)
-        strip.set_xlabel("all layers", fontsize=7)
+        strip.set_xticks([0, 50, 100], ["0", "50", "100%"], fontsize=FONT_PT["note"])
+        strip.set_xlabel("all layers", fontsize=FONT_PT["tick"])
         strip.grid(alpha=0.3, lw=0.5, axis="x")
         for ax in (heat, strip):
             ax.tick_params(axis="y", length=0)
@@ -247,12 +264,14 @@ def depth_figure(
     _row_labels(axes[0], rows)
     _group_rules(axes, rows)
     bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, fraction=0.02, pad=0.06)
-    bar.set_label("condition holds (% of inputs)", fontsize=7)
-    bar.ax.tick_params(labelsize=6.5)
-    fig.suptitle("Equality condition per layer, and over all layers against the claimed range", fontsize=9)
+    bar.set_label("condition holds (% of inputs)", fontsize=FONT_PT["tick"])
+    bar.ax.tick_params(labelsize=FONT_PT["note"])
+    fig.suptitle(
+        "Equality condition per layer, and over all layers against the claimed range", fontsize=FONT_PT["title"]
+    )
     if bands:
         note = textwrap.fill(_bands_note(spec, groups, bands, token_sets), 150)
-        fig.text(0.02, 0.01, note, fontsize=6.5, ha="left", va="top")
+        fig.text(0.02, 0.01, note, fontsize=FONT_PT["note"], ha="left", va="top")
     return fig
 
 
@@ -280,7 +299,7 @@ def slack_figure(records: pd.DataFrame, groups) -> plt.Figure:
             f"{100 * g['holds'].mean():.0f}% at equality",
             transform=ax.get_yaxis_transform(),
             va="center",
-            fontsize=6.5,
+            fontsize=FONT_PT["note"],
         )
     _row_labels(ax, rows)
     _group_rules([ax], rows)
@@ -289,9 +308,9 @@ def slack_figure(records: pd.DataFrame, groups) -> plt.Figure:
     ax.set_xlabel(
         f"slack ½(1+κ(A)) − κ(½(I+A)) per input and layer, content tokens\n"
         f"(values ≤ {floor:g}, equality, drawn at {floor:g})",
-        fontsize=8,
+        fontsize=FONT_PT["label"],
     )
-    ax.tick_params(axis="x", labelsize=7)
+    ax.tick_params(axis="x", labelsize=FONT_PT["tick"])
     ax.grid(alpha=0.3, lw=0.5, axis="x")
     fig.tight_layout()
     return fig
@@ -310,7 +329,7 @@ def rollout_figure(rollout: pd.DataFrame, groups) -> plt.Figure:
     first = None
     for subfig, (kind, runs), n_rows in zip(subfigs, groups, heights):
         axes = subfig.subplots(n_rows, cols, squeeze=False, sharex=True, sharey=True)
-        subfig.suptitle(GROUPS[kind], fontsize=8, fontweight="bold", x=0.01, ha="left")
+        subfig.suptitle(GROUPS[kind], fontsize=FONT_PT["label"], fontweight="bold", x=0.01, ha="left")
         for ax, (model, dataset) in zip(axes.flat, runs):
             g = data[(data["model"] == model) & (data["dataset"] == dataset)]
             ratio = g.assign(
@@ -321,20 +340,23 @@ def rollout_figure(rollout: pd.DataFrame, groups) -> plt.Figure:
             ax.axhline(1, color="0.4", ls="--", lw=0.8)
             ax.plot(x, med["half"], ":", color="C3", lw=1.3, label="Π κ(½(I+A_l)) / bound")
             ax.plot(x, med["rollout"], "-", color="C0", lw=1.4, label="κ(rollout) / bound")
-            ax.set_title(_label(model, dataset), fontsize=6.5)
+            ax.set_title(_label(model, dataset), fontsize=FONT_PT["note"])
             ax.set_ylim(0, 1.08)
             ax.set_xlim(0, 1)
-            ax.tick_params(labelsize=6.5)
+            ax.tick_params(labelsize=FONT_PT["note"])
             ax.grid(alpha=0.3, lw=0.5)
             first = first or ax
         for ax in list(axes.flat)[len(runs) :]:
             ax.set_visible(False)
         for ax in axes[-1]:
-            ax.set_xlabel("normalised depth", fontsize=7)
+            ax.set_xlabel("normalised depth", fontsize=FONT_PT["tick"])
         for ax in axes[:, 0]:
-            ax.set_ylabel("ratio to Π ½(1+κ(A_l))", fontsize=7)
-    first.legend(fontsize=6.5, frameon=False, loc="lower left")
-    fig.suptitle("Rollout against the product bound (medians over inputs, all tokens; dashed: the bound)", fontsize=9)
+            ax.set_ylabel("ratio to Π ½(1+κ(A_l))", fontsize=FONT_PT["tick"])
+    first.legend(fontsize=FONT_PT["note"], frameon=False, loc="lower left")
+    fig.suptitle(
+        "Rollout against the product bound (medians over inputs, all tokens; dashed: the bound)",
+        fontsize=FONT_PT["title"],
+    )
     return fig
 
 
@@ -365,10 +387,10 @@ def heatmap_figure(panels: list[tuple[np.ndarray, np.ndarray, int, str]]) -> plt
         ax.set_xlabel(
             f"key token; red: rows {i}, {j} at maximal TV {tv[i, j]:.3f} "
             f"({'mutually self-dominant' if dominant else 'not self-dominant'})",
-            fontsize=6,
+            fontsize=FONT_PT["note"],
         )
-        ax.set_ylabel("query token", fontsize=7)
-        ax.set_title(title, fontsize=7)
+        ax.set_ylabel("query token", fontsize=FONT_PT["tick"])
+        ax.set_title(title, fontsize=FONT_PT["tick"])
     fig.tight_layout()
     return fig
 
@@ -449,7 +471,7 @@ def write_suite_figures(
             "no attention dump in this suite (extraction.dump_inputs = 0)",
             ha="center",
             va="center",
-            fontsize=8,
+            fontsize=FONT_PT["label"],
         )
         ax.axis("off")
         write_figure(fig, *heatmap)
