@@ -95,3 +95,13 @@ def test_the_records_provenance_names_the_model_folder_relative_to_the_project(t
     assert _portable(inside) == {"name": "m", "path": "resources/models/m/random_init"}
     outside = {"name": "p", "path": "/opt/site-packages/p/model"}
     assert _portable(outside) == outside and _portable({"name": "q"}) == {"name": "q"}
+
+
+def test_every_column_is_described_once_and_docs_outputs_lists_them():
+    from rollout_equality.documents import outputs
+    from rollout_equality.records import COLUMNS
+
+    assert set(COLUMNS) == set(LAYER_SCHEMA.names) | set(ROLLOUT_SCHEMA.names)
+    table = outputs.records_table().splitlines()
+    assert [line.split("|")[1].strip() for line in table[2:]] == [f"`{c}`" for c in COLUMNS]
+    assert "| `seed` | int32 | layer and rollout |" in table[3] and "| `depth` | int16 | rollout |" in "\n".join(table)
