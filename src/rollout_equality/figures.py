@@ -233,11 +233,11 @@ def depth_figure(
                     )
                 )
             colour = "C3" if where else "0.1"
-            strip.plot([100 * p["ci_low"], 100 * p["ci_high"]], [r, r], color=colour, lw=1.0)
-            strip.plot([100 * p["rate"]], [r], "o", ms=2.8, color=colour)
+            strip.plot([100 * p["ci_low"], 100 * p["ci_high"]], [r, r], color=colour, lw=1.0, clip_on=False)
+            strip.plot([100 * p["rate"]], [r], "o", ms=2.8, color=colour, clip_on=False)
             mark = {"above the range": " ▲", "below the range": " ▼"}.get(where, "")
             strip.text(
-                104,
+                106,
                 r,
                 f"{100 * p['rate']:.0f}%{mark}",
                 va="center",
