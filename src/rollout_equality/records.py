@@ -6,8 +6,12 @@ and a companion rollout file (the workflow names it ``*.rollout.parquet``) with 
 (docs/outputs.md is generated from the schemas and it).
 Tables and figures read only these files.
 
-File metadata (key ``rollout_equality``) holds the run's provenance as JSON:
-model source and revision, data manifest hash, tolerances, device, versions.
+File metadata (key ``rollout_equality``) holds the run's provenance as JSON, the same fields for every records file
+(:func:`rollout_equality.measure.measure_and_write` writes them all): ``model`` (what was measured: its source,
+revision, distribution and version, every file's SHA-256; no path), ``dataset`` (name, manifest hash, count),
+``condition`` (the tolerances), ``extraction`` (batching, token limit, preprocessing, how attention was read) and
+``compute`` (what decides the bits: device, torch's threads, the CPU code path, library versions;
+:func:`rollout_equality.compute.provenance`).
 """
 
 from __future__ import annotations
