@@ -119,8 +119,14 @@ COMMANDS: dict[str, How] = {
     # docs/library.md
     "rollout-equality condition matrix.npy": How("run"),
     "rollout-equality baseline --n 4 16 --trials 1000 --seed 0 --out b.csv": How("run"),
-    "rollout-equality measure --model facebook/dinov2-small --modality image --images a.jpg b.jpg --out r.parquet": How(
-        "stops", "the model is on the hub", says="HF_HUB_OFFLINE"
+    "rollout-equality measure --model MODEL (--data DIR | --texts FILE | --images FILE...) --out r.parquet": How(
+        "run",
+        "a synopsis: a trained text model on a text file, an untrained image control on two photographs (--data reads "
+        "the folder a workflow run prepared)",
+        runs=(
+            "rollout-equality measure --model minilm --texts lines.txt --out r.parquet",
+            "rollout-equality measure --model dinov2_small_random --images a.jpg b.jpg --out r.parquet",
+        ),
     ),
     # docs/rehearsal.md, docs/reproducing-the-paper.md
     "snakemake check_sources": How("dry", NETWORK),
@@ -241,13 +247,14 @@ def clone(tmp_path_factory) -> Path:
 
 def environment(clone: Path) -> dict[str, str]:
     """A reader's shell in the clone: its .venv's programs first on PATH (as after ``source .venv/bin/activate``),
-    no hub, pre-commit's store in the scratch folder."""
+    no hub, pre-commit's store and the command line's model cache in the scratch folder."""
     return {
         **os.environ,
         "PATH": f"{clone / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
         "VIRTUAL_ENV": str(clone / ".venv"),
         "HF_HUB_OFFLINE": "1",
         "PRE_COMMIT_HOME": str(clone.parent / "pre-commit-home"),
+        "ROLLOUT_EQUALITY_CACHE": str(clone.parent / "cli-cache"),
     }
 
 
@@ -257,7 +264,7 @@ def shell(command: str, cwd: Path, env: dict[str, str], timeout: int = 600) -> s
 
 def prepare(clone: Path, command: str) -> None:
     """The files a command names as its input, made as a reader would have them: a row-stochastic matrix, two
-    photographs, the overlay of docs/configuration.md's example."""
+    photographs, lines of text, the overlay of docs/configuration.md's example."""
     if "matrix.npy" in command:
         np.save(clone / "matrix.npy", np.random.default_rng(0).dirichlet(np.ones(5), size=5))
     if "a.jpg" in command:
@@ -266,6 +273,8 @@ def prepare(clone: Path, command: str) -> None:
 
         Image.fromarray(data.astronaut()).save(clone / "a.jpg")
         Image.fromarray(data.coffee()).save(clone / "b.jpg")
+    if "lines.txt" in command:
+        (clone / "lines.txt").write_text("The quick brown fox jumps over the lazy dog.\nRollout multiplies layers.\n")
     if "my.yaml" in command:
         (clone / "my.yaml").write_text(overlay_example())
 
@@ -320,6 +329,9 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
         assert table[0].startswith("n,") and [row.split(",")[0] for row in table[1:]] == ["4", "16"]
     if "pre-commit install" in command:
         assert (clone / ".git/hooks/pre-commit").exists()
+    if command.startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
+        assert "wrote r.parquet and r.rollout.parquet" in res.stdout + res.stderr
+        assert (clone / "r.parquet").exists() and (clone / "r.rollout.parquet").exists()
     if command.startswith("rollout-equality condition"):
         assert '"holds"' in res.stdout
     if "suite_mine" in command:  # docs/configuration.md's overlay: one model in a suite of its own, no warning
