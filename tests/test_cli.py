@@ -96,7 +96,9 @@ def test_attention_that_is_not_one_square_matrix_per_layer_is_refused_naming_wha
     from rollout_equality.extract.timm_backend import save_timm
 
     kwargs = {"embed_dim": 12, "depths": (1, 1, 1, 1), "num_heads": (1, 1, 1, 1)}
-    save_timm(timm.create_model("swin_tiny_patch4_window7_224", **kwargs), "swin_tiny_patch4_window7_224", "swin", kwargs)
+    save_timm(
+        timm.create_model("swin_tiny_patch4_window7_224", **kwargs), "swin_tiny_patch4_window7_224", "swin", kwargs
+    )
     Image.fromarray(np.full((64, 64, 3), 128, dtype=np.uint8)).save(cwd / "grey.png")
     assert measure("--model", "swin", "--images", "grey.png") == 3
     err = capsys.readouterr().err

@@ -158,3 +158,12 @@ def test_the_librarys_enumerations_are_the_schemas():
     assert choices("properties", "extraction", "properties", "image_backend") == ("pil", "torchvision")
     task = ("properties", "tabular", "properties", "datasets", "additionalProperties", "properties", "task")
     assert choices(*task) == ("regression", "binclass", "multiclass")
+
+
+def test_a_models_description_names_every_source_it_may_have():
+    """The schema states the sources once (``oneOf``); the description docs/configuration.md shows names each."""
+    node = yaml.safe_load(Path(SCHEMA).read_text())["properties"]["models"]["additionalProperties"]
+    sources = [alternative["required"][0] for alternative in node["oneOf"]]
+    assert sources == ["hub", "local", "dist_zip", "onnx_export", "random_init"]
+    described = node["description"].split("one source:", 1)[1]
+    assert [s for s in sources if s not in described] == [] and "package:MODULE" in described

@@ -102,3 +102,13 @@ def test_the_records_provenance_names_what_was_measured_not_where_it_lay():
     assert model_record(info) == {k: v for k, v in info.items() if k not in ("path", "stamps")}
     moved = {**info, "path": "/elsewhere/p/model", "stamps": {"model.safetensors": 1}}
     assert model_record(moved) == model_record(info)
+
+
+def test_every_column_is_described_once_and_docs_outputs_lists_them():
+    from rollout_equality.documents import outputs
+    from rollout_equality.records import COLUMNS
+
+    assert set(COLUMNS) == set(LAYER_SCHEMA.names) | set(ROLLOUT_SCHEMA.names)
+    table = outputs.records_table().splitlines()
+    assert [line.split("|")[1].strip() for line in table[2:]] == [f"`{c}`" for c in COLUMNS]
+    assert "| `seed` | int32 | layer and rollout |" in table[3] and "| `depth` | int16 | rollout |" in "\n".join(table)

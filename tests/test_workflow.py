@@ -24,7 +24,7 @@ from rollout_equality.settings import Baseline, from_section
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The tiny end-to-end configuration (runnable by hand in a folder holding it as config.yaml: README, Quick start).
+# The tiny end-to-end configuration (runnable by hand in a folder of its own: README, Quick start).
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
 
 
@@ -73,6 +73,63 @@ def test_repository_config_is_valid(tmp_path):
     assert "unroll_albert" in res.stdout and "simulate_dynamics" in res.stdout
 
 
+def planned(res: subprocess.CompletedProcess, rule: str) -> int:
+    """How many jobs of ``rule`` a dry run plans (its job stats)."""
+    found = re.search(rf"^{rule}\s+(\d+)$", res.stdout, flags=re.M)
+    return int(found.group(1)) if found else 0
+
+
+GIANT = {"dinov2_giant": {"backend": "transformers", "modality": "image", "hub": {"id": "facebook/dinov2-giant"}}}
+GIANT["dinov2_giant"]["hub"]["revision"] = "main"
+
+
+def test_an_overlay_adds_a_suite_of_its_own_and_says_when_it_shrinks_a_shipped_one(tmp_path):
+    """`--configfile my.yaml` is merged into config.yaml as Snakemake merges it: mappings key by key, lists replaced.
+    A suite of one's own lands beside the shipped suites, with its target suite_<name>; an overlay that lists a
+    shipped suite replaces it, and the run says so, naming what it left out."""
+    shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
+    shipped = yaml.safe_load((REPO / "config.yaml").read_text())["suites"]["paper"]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        yaml.safe_dump({"models": GIANT, "suites": {"mine": [{"model": "dinov2_giant", "dataset": "imagenet_val"}]}})
+    )
+    res = snakemake(tmp_path, "--configfile", str(mine), "-n", "all", "suite_mine")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert planned(res, "measure") == len(shipped) + 1 and "Warning: suites." not in res.stdout + res.stderr
+    shrinking = tmp_path / "shrinking.yaml"
+    shrinking.write_text(
+        yaml.safe_dump({"models": GIANT, "suites": {"paper": [{"model": "dinov2_giant", "dataset": "imagenet_val"}]}})
+    )
+    res = snakemake(tmp_path, "--configfile", str(shrinking), "-n", "all")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert planned(res, "measure") == 1
+    assert (
+        f"Warning: suites.paper: this run keeps 0 of the {len(shipped)} entries of the config file"
+        in res.stdout + res.stderr
+    )
+
+
+def test_dropped_by_overlay_names_each_suite_and_what_it_lost():
+    from rollout_equality.config import dropped_by_overlay
+
+    shipped = {
+        "suites": {"paper": [{"model": "a", "dataset": "d"}, {"model": "b", "dataset": "d"}], "offline": []},
+        "tabular": {"suites": {"paper": ["t1", "t2"]}},
+    }
+    same = {"suites": {**shipped["suites"], "mine": [{"model": "c", "dataset": "d"}]}, "tabular": shipped["tabular"]}
+    assert dropped_by_overlay(shipped, same) == []
+    more = {"suites": {"paper": [{"model": "b", "dataset": "d", "heatmap": False}, {"model": "a", "dataset": "d"}]}}
+    assert dropped_by_overlay(shipped, {**more, "tabular": {"suites": {"paper": ["t2", "t1", "t3"]}}}) == []
+    shrunk = {"suites": {"paper": [{"model": "b", "dataset": "d"}], "offline": []}, "tabular": {"suites": {}}}
+    messages = dropped_by_overlay(shipped, shrunk)
+    assert [m.split(" (", 1)[0] for m in messages] == [
+        "suites.paper: this run keeps 1 of the 2 entries of the config file",
+        "tabular.suites.paper: this run keeps 0 of the 2 entries of the config file",
+    ]
+    assert "(a on d left out)" in messages[0] and "(t1, t2 left out)" in messages[1]
+    assert "target suite_mine" in messages[0] and "with suites: {mine: []}" in messages[1]
+
+
 BAD_CONFIGS = [
     (lambda c: c["baseline"].update(trails=10), "trails"),
     (lambda c: c.update(baselin={}), "baselin"),
@@ -91,6 +148,7 @@ BAD_CONFIGS = [
     (lambda c: c["models"]["tiny_timm_deit"]["random_init"].pop("timm_name"), "'timm_name' is a required property"),
     (lambda c: c["models"]["tiny_albert"]["random_init"].pop("config"), "'config' is a required property"),
     (lambda c: c["tabular"]["training"].update(threads=0), "instance['tabular']['training']['threads']"),
+    (lambda c: c["suites"].update({"my suite": []}), "'my suite' does not match"),
 ]
 
 
@@ -140,6 +198,59 @@ def test_a_config_referring_to_the_wrong_entry_fails_naming_it(mutate, message):
     assert message in str(error.value)
 
 
+# A message of docutils, which renders the report's captions (reStructuredText): "<string>:1: (ERROR/3) Undefined
+# substitution referenced: ..." in Snakemake's output, and a "problematic" or "system-message" mark in the page.
+DOCUTILS_MESSAGE = re.compile(r"\((?:DEBUG|INFO|WARNING|ERROR|SEVERE)/[0-4]\)")
+
+
+def report_problems(res: subprocess.CompletedProcess, report: Path) -> list[str]:
+    """What docutils said while Snakemake wrote ``report`` (each line of its output with a docutils message), and
+    the marks docutils leaves in the page where a caption did not render."""
+    said = [line for line in (res.stdout + res.stderr).splitlines() if DOCUTILS_MESSAGE.search(line)]
+    page = report.read_text(encoding="utf-8", errors="replace")
+    return said + [mark for mark in ("problematic", "system-message") if mark in page]
+
+
+def test_report_problems_finds_a_docutils_error(tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text('<span class="problematic">|corr|</span>')
+    out = '<string>:1: (ERROR/3) Undefined substitution referenced: "corr(x_i, v1)".'
+    res = subprocess.CompletedProcess([], 0, stdout=f"Building report\n{out}\n", stderr="")
+    assert report_problems(res, page) == [out, "problematic"]
+    page.write_text("<p>fine</p>")
+    assert report_problems(subprocess.CompletedProcess([], 0, stdout="Building report\n", stderr=""), page) == []
+
+
+def caption_messages(rst: str) -> list[str]:
+    """What docutils says rendering the caption ``rst`` as Snakemake's report renders it (Jinja first, with the
+    validated tiny config as ``snakemake.config``, then reStructuredText to HTML): its warnings and errors."""
+    import io
+    from types import SimpleNamespace
+
+    import jinja2
+    from docutils.core import publish_parts
+    from schema import validated
+
+    text = jinja2.Environment().from_string(rst).render(snakemake=SimpleNamespace(config=validated()))
+    stream = io.StringIO()
+    publish_parts(text, writer="html", settings_overrides={"warning_stream": stream, "report_level": 2})
+    return [line for line in stream.getvalue().splitlines() if DOCUTILS_MESSAGE.search(line)]
+
+
+def test_caption_messages_finds_a_substitution():
+    assert caption_messages("mean |corr(x_i, v1)| per token") == [
+        '<string>:1: (ERROR/3) Undefined substitution referenced: "corr(x_i, v1)".'
+    ]
+    assert caption_messages("mean \\|corr(x_i, v1)\\| per token, ``heatmap: true``") == []
+
+
+@pytest.mark.parametrize("caption", sorted((REPO / "workflow/report").glob("*.rst")), ids=lambda p: p.name)
+def test_report_captions_render_without_a_docutils_message(caption):
+    """Each caption of the HTML report is reStructuredText that renders cleanly (the slow report runs check
+    Snakemake's own output too)."""
+    assert caption_messages(caption.read_text()) == []
+
+
 @pytest.mark.slow
 def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
     runs = []
@@ -162,6 +273,7 @@ def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
     assert "unroll ALBERT" in (a / "results/logs/unroll_albert/tiny_albert/pydoc.log").read_text()
     res = snakemake(a, "--cores", "2", "--report", str(a / "report.html"), "dynamics_offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert report_problems(res, a / "report.html") == []
     report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "albert.png" in report and "basin.png" in report and "simulations.html" in report
     outputs = sorted(
@@ -308,6 +420,7 @@ def test_offline_figures_and_the_html_report(run_a):
         assert (a / f"paper/figures/offline/{figure}.png").stat().st_size > 5000
     res = snakemake(a, "--cores", "2", "--report", str(a / "report.html"), "offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert report_problems(res, a / "report.html") == []
     report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "depth.png" in report and "claims.csv" in report and "baseline_rate.png" in report
 

@@ -8,10 +8,10 @@ typed by hand.
                                                     # kept.COPIED: the offline suite, the offline dynamics study)
 
 * ``docs/configuration.md``: every key of ``workflow/schemas/config.schema.yaml`` (:mod:`.configuration`).
-* ``docs/results.md``, ``docs/dynamics.md``, ``README.md`` and ``docs/reproducing-the-paper.md``: the templates
-  ``docs/results.in.md``, ``docs/dynamics.in.md``, ``README.in.md`` and ``docs/reproducing-the-paper.in.md`` with
-  every ``{name}`` filled in (:mod:`.fill`) by the values of :mod:`.results`, :mod:`.dynamics` and
-  :mod:`.reproducing`, computed from the outputs kept in docs/offline/ and docs/ftt_ablation/ (:mod:`.kept`),
+* ``docs/results.md``, ``docs/dynamics.md``, ``README.md``, ``docs/reproducing-the-paper.md`` and
+  ``docs/outputs.md``: the templates ``docs/results.in.md``, ``docs/dynamics.in.md``, ``README.in.md``,
+  ``docs/reproducing-the-paper.in.md`` and ``docs/outputs.in.md`` with every ``{name}`` filled in (:mod:`.fill`)
+  by the values of :mod:`.results`, :mod:`.dynamics`, :mod:`.reproducing` and :mod:`.outputs`, computed from the outputs kept in docs/offline/ and docs/ftt_ablation/ (:mod:`.kept`),
   config.yaml and the libraries.
 
 A new generated document is one entry of :data:`TEMPLATES` (a template and the function that computes its values)
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from rollout_equality.documents import dynamics, reproducing, results
+from rollout_equality.documents import dynamics, outputs, reproducing, results
 from rollout_equality.documents.configuration import configuration_md
 from rollout_equality.documents.fill import COMMAND, fill
 from rollout_equality.documents.kept import DOCS, REPO
@@ -34,6 +34,7 @@ TEMPLATES: dict[str, tuple[str, Callable[[], dict[str, str]]]] = {
     "dynamics.md": ("dynamics.in.md", dynamics.dynamics_values),
     "../README.md": ("../README.in.md", results.readme_values),
     "reproducing-the-paper.md": ("reproducing-the-paper.in.md", reproducing.reproducing_values),
+    "outputs.md": ("outputs.in.md", outputs.outputs_values),
 }
 
 

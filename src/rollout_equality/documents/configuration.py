@@ -114,9 +114,8 @@ def configuration_md(schema: dict | None = None) -> str:
         "every run: an unknown or misspelled key or a wrong type stops the run with a message that names it. The "
         "schema holds the default of every optional key (filled in before a run; the library has no defaults of its "
         "own), and `rollout_equality.config.check_references` then checks that every name refers to a defined entry "
-        "(experiments, tables, ALBERT runs, the subjects of the claims). Override single values on the command line "
-        "(`--config baseline='{seed: 1, trials: 2000, ns: [4, 16], chunk_size: 256}'`) or pass your own file "
-        "(`--configfile my.yaml`, merged into config.yaml).",
+        "(experiments, tables, ALBERT runs, the subjects of the claims). Your own values, models and suites go in a "
+        "file of your own merged into config.yaml, an overlay ([Overlays](#overlays-your-own-values-models-and-suites)).",
         "",
         "`<name>` stands for a name you choose and `[]` for each item of a list; *required* marks a key without a "
         "default that must be given.",
@@ -130,19 +129,37 @@ def configuration_md(schema: dict | None = None) -> str:
     return "\n".join(out + [ADDING])
 
 
-ADDING = """## Adding a model or a claim
+ADDING = """## Overlays: your own values, models and suites
 
-To swap in your own model, add an entry under `models:` and an experiment under a suite:
+An overlay is a YAML file of your own, given with `--configfile` and merged into config.yaml as Snakemake merges
+config files: a mapping key by key, a list replaced whole. This one changes the random baseline's seed and trials
+(its sizes stay config.yaml's), adds a model, and measures it in a suite of its own beside the shipped ones:
 
 ```yaml
+# my.yaml
+baseline: {seed: 1, trials: 2000}
 models:
   dinov2_giant: {backend: transformers, modality: image, hub: {id: facebook/dinov2-giant, revision: main}}
 suites:
-  paper:
+  mine:
     - {model: dinov2_giant, dataset: imagenet_val}
 ```
 
-(`main` is resolved at download and recorded; pin the commit it logs. The rehearsal runs exactly this.)
+```bash
+.venv/bin/snakemake --configfile my.yaml --cores N suite_mine   # the baseline and the suite mine
+```
+
+The target of a suite `<name>` is `suite_<name>` (`suite_paper` is `all`, `suite_offline` is `offline`); its tables
+and figures go to `results/tables/<name>/`, `paper/tables/<name>/` and `paper/figures/<name>/`. A new model belongs in a suite of its own, because
+lists are replaced: an overlay that lists `suites: {paper: [...]}` makes that list the whole paper suite (one
+experiment instead of config.yaml's), and the run then warns, naming what the overlay left out of the shipped suite
+(and the same for `tabular.suites`). `--configfile` takes every word after it as a file: give the targets before it,
+or another option after it, as above. `--config` on the command line sets a top-level key only and reads a nested
+value as text (a seed of 1 arrives as the string "1", which the schema refuses): put values in an overlay. A
+`revision: main` is resolved at download and recorded; pin the commit it logs. The rehearsal adds this model, the same
+entry, to the paper suite of its copy of config.yaml.
+
+## Adding a claim
 
 To set a model that is not one of the paper's beside a claim, name it under the claim's `out_of_sample`
 (it gets rows, labelled out of sample, wherever a suite measures it):

@@ -16,7 +16,7 @@ def entry(config: dict, section: str, name: str) -> dict:
     if name not in config[section]:
         raise SystemExit(
             f"docs/reproducing-the-paper.in.md speaks of {section}.{name}, which config.yaml no longer defines: "
-            "edit the template (and its names in docs/update.py)"
+            "edit the template (and its names in rollout_equality.documents.reproducing)"
         )
     return config[section][name]
 

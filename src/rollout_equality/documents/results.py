@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rollout_equality.config import model_kinds
 from rollout_equality.documents.kept import ABLATION, OFFLINE, benchmark_seconds, load_config, read_config
 from rollout_equality.documents.wording import (
     against,
@@ -78,7 +79,8 @@ def results_values() -> dict[str, str]:
     mp = rates[rates["model"] == "mpnet"]
     v["mpnet_matrices"] = f"{int(mp['pairs'].sum()):,}"
     v["mpnet_agreement"] = "every one" if (mp["agreement"] == 1.0).all() else f"{mp['agreement'].min():.2%}"
-    controls = [x for (m, _), x in r.items() if m.endswith("_random")]
+    kinds = model_kinds(config["models"])  # untrained controls: random_init in their config entry
+    controls = [x for (m, _), x in r.items() if kinds.get(m) == "untrained control"]
     v["controls"] = span(controls)
     for name in ("roberta_base", "distilbert_base"):
         v[f"{name}_random"] = f"{pct(r[(f'{name}_random', 'content')])} / {pct(r[(f'{name}_random', 'all')])}"
@@ -251,10 +253,13 @@ def claims_glance_md() -> str:
 
 
 def readme_values() -> dict[str, str]:
-    """Every ``{name}`` of README.in.md: the claims at a glance, the kept runs' times, the offline photographs."""
+    """Every ``{name}`` of README.in.md: the claims at a glance, the kept runs' times, the offline photographs, the
+    tiny run's command and rules (:mod:`.tiny`)."""
     rates = pd.read_csv(OFFLINE / "model_rates.csv")
     photos = rates.loc[rates["dataset"] == "offline_photos", "inputs"]
-    return {
+    from rollout_equality.documents import tiny
+
+    return tiny.values() | {
         "claims_glance": claims_glance_md(),
         "offline_time": minutes(benchmark_seconds("offline")),
         "dynamics_offline_time": minutes(benchmark_seconds("dynamics_offline")),
