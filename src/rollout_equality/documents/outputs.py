@@ -4,7 +4,13 @@
 
 from __future__ import annotations
 
-from rollout_equality.documents.wording import markdown_table
+from rollout_equality.documents.kept import REPO
+from rollout_equality.documents.wording import and_, markdown_table, sig, sig_span
+
+CODE_PATHS_CSV = REPO / "benchmarks" / "code_paths.csv"
+"""benchmarks/code_paths.py's comparison of forced CPU code paths (``--csv``), kept."""
+LIBRARIES = {"aten": "torch's kernels", "mkl": "MKL's branch", "onednn": "oneDNN's ISA", "numba": "numba's target"}
+"""The prefix of a benchmark variant that forces one library alone, and how the document names that library."""
 
 
 def records_table() -> str:
@@ -26,6 +32,39 @@ def records_table() -> str:
     return "\n".join(markdown_table(("column", "type", "records", "what it holds"), rows))
 
 
+def reproducibility_values() -> dict[str, str]:
+    """The measured differences docs/outputs.md states, from the kept :data:`CODE_PATHS_CSV`."""
+    import pandas as pd
+
+    runs = pd.read_csv(CODE_PATHS_CSV, keep_default_na=False)
+    native = runs.iloc[0]
+    other = runs[runs["variant"].str.startswith(tuple(LIBRARIES) + ("code_path_",))]
+    alone = runs[runs["variant"].str.startswith(tuple(LIBRARIES))]
+    library = alone["variant"].str.split("_").str[0]
+    moved = sorted({LIBRARIES[k] for k in library[alone["ftt_weights"] == "other"]})
+    unmoved = sorted({LIBRARIES[k] for k in library} - set(moved))
+    subjects = [c.removesuffix("_rows") for c in runs.columns if c.endswith("_rows")]
+    compatible = runs[runs["variant"] == "code_path_compatible"].iloc[0]
+
+    def largest(column: str) -> str:
+        return sig(max(other[f"{s}_{column}"].max() for s in subjects), 1)
+
+    return {
+        "machine": f"an {native['cpu']} whose native torch kernels are {native['aten']}, on {native['threads']} threads",
+        "ftt_moved": and_(moved),
+        "ftt_unmoved": and_(unmoved) if unmoved else "no other library",
+        "ftt_dw": sig(alone["ftt_max_dw"].max(), 1),
+        "ftt_steps": f"{native['ftt_steps']} steps",
+        "ftt_cost": f"{compatible['ftt_train_cpu']:.1f}×",
+        "attn": largest("max_dattn"),
+        "kappa": largest("max_dkappa"),
+        "rollout": largest("max_dkappa_rollout"),
+        "flips": str(sum(int(other[f"{s}_flips"].sum()) for s in subjects)),
+        "rows": f"{sum(int(other[f'{s}_rows'].sum()) for s in subjects):,}",
+        "measure_cost": sig_span([compatible[f"{s}_cpu"] for s in subjects], 2) + "×",
+    }
+
+
 def outputs_values() -> dict[str, str]:
     """Every ``{name}`` of docs/outputs.in.md."""
-    return {"records_columns": records_table()}
+    return {"records_columns": records_table(), **reproducibility_values()}
