@@ -7,12 +7,13 @@ items of a list (``[]``), with ``$ref`` and ``allOf`` merged in; a shared defini
 from __future__ import annotations
 
 import json
+from pathlib import PurePosixPath
 from typing import NamedTuple
 
 import yaml
 
 from rollout_equality.documents.fill import COMMAND
-from rollout_equality.documents.wording import cell, markdown_table
+from rollout_equality.documents.wording import and_, cell, markdown_table
 from rollout_equality.schema import SCHEMA
 
 
@@ -126,7 +127,18 @@ def configuration_md(schema: dict | None = None) -> str:
         out += [f"## `{key}`", "", cell(node.get("description", "")), ""]
         out += markdown_table(Row._fields, rows(node, key, defs, key in schema.get("required", []), seen)[1:])
         out.append("")
-    return "\n".join(out + [ADDING])
+    return "\n".join(out + [ADDING.replace("SUITE_FOLDERS", suite_folders())])
+
+
+def suite_folders() -> str:
+    """The folders of a suite's tables and figures (rollout_equality.paths), for a suite ``<name>``."""
+    from rollout_equality.paths import SUITE_FIGURES, SUITE_TABLES
+
+    folders = dict.fromkeys(
+        str(PurePosixPath(p.format(suite="<name>")).parent) + "/"
+        for p in (SUITE_TABLES["claims"], SUITE_TABLES["tex_claims"], SUITE_FIGURES["depth_png"])
+    )
+    return and_([f"`{f}`" for f in folders])
 
 
 ADDING = """## Overlays: your own values, models and suites
@@ -150,7 +162,7 @@ suites:
 ```
 
 The target of a suite `<name>` is `suite_<name>` (`suite_paper` is `all`, `suite_offline` is `offline`); its tables
-and figures go to `results/tables/<name>/`, `paper/tables/<name>/` and `paper/figures/<name>/`. A new model belongs in a suite of its own, because
+and figures go to SUITE_FOLDERS. A new model belongs in a suite of its own, because
 lists are replaced: an overlay that lists `suites: {paper: [...]}` makes that list the whole paper suite (one
 experiment instead of config.yaml's), and the run then warns, naming what the overlay left out of the shipped suite
 (and the same for `tabular.suites`). `--configfile` takes every word after it as a file: give the targets before it,
