@@ -181,8 +181,8 @@ def train_ftt(
         "published": published,
         "history": history,
     }
-    with atomic_path(model_path) as tmp:
-        torch.save(best["state"], tmp)
+    with atomic_path(model_path) as tmp, open(tmp, "wb") as fh:
+        torch.save(best["state"], fh)  # to a file object: the archive's folder is torch's fixed name, not the file's
     write_text(metrics_path, json.dumps(metrics, indent=2) + "\n")
     log.info(
         "%s seed %d: test %s %.4f after %d epochs (%.2f s/epoch)",
