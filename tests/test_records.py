@@ -86,12 +86,29 @@ def test_missing_records_name_the_step(tmp_path):
         write_records(tmp_path / "x.parquet", tmp_path / "x.rollout.parquet", [], [], {})
 
 
-def test_the_records_provenance_names_the_model_folder_relative_to_the_project(tmp_path, monkeypatch):
-    """Records of the same inputs are the same bytes in any project folder (--cores 1 and 2 runs compare them)."""
-    from rollout_equality.measure import _portable
+def test_the_records_provenance_names_what_was_measured_not_where_it_lay():
+    """The model record in a records file leaves out the folder and the files' modification times: the same model
+    gives the same record bytes in any project folder, virtual environment or copy of the files."""
+    from rollout_equality.measure import model_record
 
-    monkeypatch.chdir(tmp_path)
-    inside = {"name": "m", "path": str(tmp_path / "resources/models/m/random_init")}
-    assert _portable(inside) == {"name": "m", "path": "resources/models/m/random_init"}
-    outside = {"name": "p", "path": "/opt/site-packages/p/model"}
-    assert _portable(outside) == outside and _portable({"name": "q"}) == {"name": "q"}
+    info = {
+        "name": "m",
+        "local": "package:p",
+        "distribution": {"name": "p", "version": "1.0"},
+        "path": "/work/.venv/lib/python3.11/site-packages/p/model",
+        "files": {"model.safetensors": {"size": 3, "sha256": "ab"}},
+        "stamps": {"model.safetensors": 1700000000000000000},
+    }
+    assert model_record(info) == {k: v for k, v in info.items() if k not in ("path", "stamps")}
+    moved = {**info, "path": "/elsewhere/p/model", "stamps": {"model.safetensors": 1}}
+    assert model_record(moved) == model_record(info)
+
+
+def test_every_column_is_described_once_and_docs_outputs_lists_them():
+    from rollout_equality.documents import outputs
+    from rollout_equality.records import COLUMNS
+
+    assert set(COLUMNS) == set(LAYER_SCHEMA.names) | set(ROLLOUT_SCHEMA.names)
+    table = outputs.records_table().splitlines()
+    assert [line.split("|")[1].strip() for line in table[2:]] == [f"`{c}`" for c in COLUMNS]
+    assert "| `seed` | int32 | layer and rollout |" in table[3] and "| `depth` | int16 | rollout |" in "\n".join(table)

@@ -1,7 +1,10 @@
 """The repository keeps its promises: README commands, CI, every rule logs and names its environment
 (what the environments hold: tests/test_conda_envs.py)."""
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -13,14 +16,19 @@ def readme_commands() -> list[str]:
     return [block.strip() for block in re.findall(r"```bash\n(.*?)```", quick, flags=re.S)]
 
 
-def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one():
+def test_quick_start_installs_shows_a_result_runs_the_offline_suite_and_ci_runs_its_test_command():
+    """Quick start: install, the tiny run, the offline suite, the tests; CI runs the last as written, and the first
+    installs what it installs less the test extra (what each command does is tests/test_commands.py's)."""
     commands = readme_commands()
-    assert len(commands) == 2 and all("\n" not in c for c in commands)
-    install_and_run, install_and_test = commands
-    assert install_and_run.endswith("snakemake --cores 2 offline")
-    assert install_and_test.endswith("pytest")
+    assert len(commands) == 4 and all("\n" not in c for c in commands)
+    install, tiny, offline, install_and_test = commands
+    assert "--configfile .test/config.yaml --directory tiny" in tiny and offline.endswith("snakemake --cores 2 offline")
+    assert install_and_test.endswith(" && .venv/bin/pytest")
+    assert install_and_test.removesuffix(" && .venv/bin/pytest") == install.replace(" -e . ", ' -e ".[test]" ')
     ci_lines = (REPO / ".ci/run").read_text().splitlines()
     assert install_and_test in ci_lines
+    ignored = subprocess.run(["git", "check-ignore", "-q", "tiny/results/x.csv"], cwd=REPO)
+    assert ignored.returncode == 0, "tiny/ (the Quick start's run folder) is not ignored by git"
 
 
 def test_every_rule_has_log_and_an_existing_conda_env():
@@ -33,3 +41,106 @@ def test_every_rule_has_log_and_an_existing_conda_env():
             env = re.search(r'\n    conda:\n        "([^"]+)"', rule)
             assert env, f"rule {name} in {smk.name} has no conda:"
             assert (smk.parent / env.group(1)).resolve().is_file(), f"rule {name}: {env.group(1)} missing"
+
+
+# The Citation File Format's schema, version 1.2.0, as the format's own repository publishes it
+# (github.com/citation-file-format/citation-file-format, tag 1.2.0, schema.json; CC-BY-4.0). Vendored: the tests
+# reach no network, and cffconvert, the format's own validator, requires jsonschema < 4 (this project needs >= 4.20).
+CFF_SCHEMA = REPO / "tests/data/cff-1.2.0.schema.json"
+CFF_SCHEMA_SHA256 = "0b8d22140da702d766df318dcff3a91af2f39521298dcf36d76315fd99cc169b"
+
+
+def cff_errors(citation: dict) -> list[str]:
+    """What the CFF 1.2.0 schema (with its formats: dates, and URIs where a checker is installed) rejects in
+    ``citation``, one line per error."""
+    import json
+
+    import jsonschema
+
+    schema = json.loads(CFF_SCHEMA.read_text())
+    validator = jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
+    return [f"{'/'.join(map(str, e.path)) or '(top)'}: {e.message}" for e in validator.iter_errors(citation)]
+
+
+def test_citation_file_is_valid_cff_and_cites_the_paper_and_the_companion_study():
+    import hashlib
+    import tomllib
+
+    import yaml
+
+    assert hashlib.sha256(CFF_SCHEMA.read_bytes()).hexdigest() == CFF_SCHEMA_SHA256, "the vendored schema changed"
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert cff_errors(citation) == []
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert (citation["version"], citation["license"]) == (project["version"], project["license"])
+    paper = citation["preferred-citation"]
+    assert paper["doi"] == "10.48550/arxiv.2610.05558" and paper["authors"] == [{"family-names": "Rola"}]
+    assert paper["title"] in " ".join((REPO / "README.md").read_text().split())  # the paper README names
+    companion = [r for r in citation["references"] if r["authors"] == [{"family-names": "Altafini"}]]
+    assert [r["title"] for r in companion] == [
+        "Asymptotic Analysis of Discrete-Time Self-Attention Dynamics in Transformers"
+    ]
+    # the check sees what a broken file gets wrong
+    broken = {**citation, "preferred-citation": {**paper, "doi": "arXiv:2610.05558", "status": "published"}}
+    del broken["title"]
+    errors = cff_errors(broken)
+    assert sorted(e.split(": ", 1)[0] for e in errors) == [
+        "(top)",
+        "preferred-citation/doi",
+        "preferred-citation/status",
+    ], errors
+    assert any("'title' is a required property" in e for e in errors), errors
+
+
+def test_license_is_the_one_pyproject_declares():
+    import tomllib
+
+    assert tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["license"] == "MIT"
+    text = (REPO / "LICENSE").read_text()
+    assert text.startswith("MIT License\n\nCopyright (c) 2026 The rollout-equality authors\n")
+    assert 'THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND' in text
+
+
+def test_pre_commit_runs_the_form_checks_of_ci(tmp_path):
+    """.pre-commit-config.yaml runs .ci/run's code-form checks, each hook the command CI runs (on the files a commit
+    changes instead of on every file); run for real in a scratch clone it passes, and fails on a file out of form."""
+    import shutil
+
+    import yaml
+    from scratch import scratch_clone
+
+    ci = (REPO / ".ci/run").read_text().split("# The code's form", 1)[1].splitlines()[1:]
+    ci_checks = [line for line in ci if line.startswith(".venv/bin/")]
+    hooks = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())["repos"]
+    assert [repo["repo"] for repo in hooks] == ["local"]
+    entries = [hook["entry"].replace(" --force-exclude", "") for hook in hooks[0]["hooks"]]
+    # CI's line is the hook's command followed by the paths it checks ("." or the workflow's files), or equal to it
+    assert [next((e for e in entries if line == e or line.startswith(e + " ")), None) for line in ci_checks] == entries
+    assert len(ci_checks) == 4
+
+    pre_commit = Path(sys.prefix) / "bin" / "pre-commit"
+    assert pre_commit.exists(), "pre-commit is in the test extra: pip install -e '.[test]'"
+    clone = scratch_clone(tmp_path / "clone")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(pre_commit), "run", "--all-files"], cwd=clone, env=env, capture_output=True, text=True, timeout=600
+        )
+
+    res = run()
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [line.split(".")[0] for line in res.stdout.splitlines() if line.endswith("Passed")] == [
+        "ruff check",
+        "ruff format --check",
+        "snakefmt --check",
+        "snakemake --lint",
+    ]
+    (clone / "src/rollout_equality/untidy.py").write_text("import os,sys\nx = {'a':1}\n")
+    rules = clone / "workflow/rules/baseline.smk"
+    rules.write_text(rules.read_text().replace('"../../envs/workflow.yaml"', "'../../envs/workflow.yaml'", 1))
+    subprocess.run(["git", "add", "--all"], cwd=clone, check=True)
+    res = run()
+    failed = [line.split(".")[0] for line in res.stdout.splitlines() if line.endswith("Failed")]
+    assert res.returncode == 1 and failed == ["ruff check", "ruff format --check", "snakefmt --check"], res.stdout
+    shutil.rmtree(clone)

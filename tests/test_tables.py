@@ -114,10 +114,32 @@ def test_claims_statuses():
     assert len(ftt) == 1 and ftt.iloc[0]["status"] == "reproduced"  # 30% within 11–44%
     assert c[c.subject.str.startswith("ftt:california")].iloc[0]["status"] == "not run"
     far = synthetic_records().assign(holds=False, holds_direct=False)
-    assert (
-        claims(SPEC, rates_of(far), None).set_index("subject").loc["dinov2_small on imagenet_val"].iloc[0]["status"]
-        == "not reproduced"
+    row = claims(SPEC, rates_of(far), None).set_index("subject").loc["dinov2_small on imagenet_val"].iloc[0]
+    assert row["status"] == "not reproduced" and row["ours"] == "0.0% [0.0%, 8.8%], below the range"
+
+
+def test_a_result_outside_the_claimed_range_says_on_which_side():
+    from rollout_equality.claims import side
+
+    assert [side(0.82, 0.97, *ci) for ci in ((0.98, 1.0), (0.5, 0.81), (0.5, 0.82), (0.97, 0.99))] == [
+        "above the range",
+        "below the range",
+        "",
+        "",
+    ]
+    records = synthetic_records()  # dinov2_small: 100% on content tokens
+    content = records[(records["model"] == "dinov2_small") & (records["token_set"] == "content")]
+    above = pd.concat([content.assign(token_set="all", input_id=content["input_id"] + f"_{k}") for k in range(10)])
+    c = claims(SPEC, rates_of(pd.concat([content, above])), None)
+    row = c[(c["claim"] == SPEC["all_tokens"]["text"]) & (c["subject"] == "dinov2_small on imagenet_val")].iloc[0]
+    assert row["status"] == "not reproduced" and row["ours"] == "100.0% [99.0%, 100.0%], above the range"
+    baseline = pd.DataFrame(
+        {"n": [5, 16, 256], "trials": 1000, "holds": [400, 260, 100], "rate": [0.4, 0.26, 0.1]}
+        | {"ci_low": [0.37, 0.23, 0.08], "ci_high": [0.43, 0.29, 0.12]}
     )
+    first = claims(SPEC, rates_of(records), baseline).iloc[0]
+    assert first["status"] == "not reproduced"
+    assert first["ours"] == "10.0%–40.0%; above the range at n = 5; below the range at n = 256"
 
 
 def test_ftt_claim_pools_the_seeds_and_shows_the_recipe_range():
@@ -226,8 +248,10 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     out = {
         f"{name}_{ext}": tmp_path / "figs" / f"{name}.{ext}" for name in figures.SUITE_FIGURES for ext in ("pdf", "png")
     }
-    written = figures.write_suite_figures(paths, rollouts, [dump], out)
+    written = figures.write_suite_figures(paths, rollouts, [dump], out, kinds={"m1": "trained", "m2": "trained"})
     assert len(written) == 8 and all(p.stat().st_size > 1000 for p in written)
+    with pytest.raises(ValueError, match="model 'm2' of the records is not under models:"):
+        figures.write_suite_figures(paths, rollouts, [dump], out, kinds={"m1": "trained"})
     monkeypatch.setattr(_shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="apt-get install texlive-latex-base"):
         paper.build_paper(tmp_path / "main.tex", tmp_path / "suite-offline.pdf", "offline")
@@ -390,3 +414,70 @@ def test_the_claims_latex_table_states_each_claim_once_above_its_rows():
         text = claim["text"].replace("%", "\\%").replace("–", "--").replace("≈", "$\\approx$")
         assert tex.count(text) == 1, text
     assert tex.count("\\multicolumn{5}") == len(SPEC) and "claim" not in tex.splitlines()[2]
+
+
+def test_model_kinds_come_from_the_source_not_the_name():
+    from rollout_equality.config import model_kinds
+
+    models = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())["models"]
+    kinds = model_kinds(models)
+    assert {m for m, k in kinds.items() if k == "untrained control"} == {
+        m for m, e in models.items() if "random_init" in e
+    }
+    assert kinds["dinov2_small_imgfocus"] == kinds["mpnet"] == kinds["minilm"] == kinds["dinov2_small"] == "trained"
+    renamed = {"my_random": models["dinov2_small"], "plain": models["deit_base_random"]}
+    assert model_kinds(renamed) == {"my_random": "trained", "plain": "untrained control"}
+
+
+def test_compared_range_is_the_claim_a_run_is_read_against():
+    from rollout_equality.claims import compared_range
+
+    assert compared_range(SPEC, "trained", "minilm", "content") == (0.95, 1.0, "content")  # out of sample
+    assert compared_range(SPEC, "trained", "dinov2_small", "all") == (0.82, 0.97, "all_tokens")
+    assert compared_range(SPEC, "trained", "deit_base", "content") == (0.90, 0.92, "deit")
+    assert compared_range(SPEC, "trained", "my_model", "content") is None
+    assert compared_range(SPEC, "untrained control", "dinov2_small_random", "all") == (0.24, 0.30, "baseline")
+    assert compared_range(SPEC, "ftt", "ftt:adult", "content") == (0.11, 0.44, "ftt")
+    assert compared_range(SPEC, "ftt", "ftt:breast_cancer", "content") == (0.11, 0.44, "ftt")  # FT-Transformer's claim
+    assert compared_range(SPEC, "ftt", "ftt:adult", "all") is None
+
+
+def test_figures_group_runs_by_kind_and_mark_the_claimed_ranges():
+    from rollout_equality import figures
+    from rollout_equality.stats import model_rates
+
+    records = synthetic_records()
+    control = records[records["model"] == "dinov2_small"].assign(model="dinov2_small_random", holds=False)
+    late = records[records["model"] == "dinov2_small"].assign(model="mpnet", dataset="pydoc_topics")
+    # in the records' order: the control first, FT-Transformer between the trained models
+    ordered = pd.concat([control, records[records["model"] == "ftt_seed0"], records[records["model"] != "ftt_seed0"]])
+    ordered = pd.concat([ordered, late])
+    kinds = {"dinov2_small_random": "untrained control", "dinov2_small": "trained", "mpnet": "trained"}
+    groups = figures.run_groups(ordered, kinds)
+    assert groups == [
+        ("trained", [("dinov2_small", "imagenet_val"), ("mpnet", "pydoc_topics")]),
+        ("untrained control", [("dinov2_small_random", "imagenet_val")]),
+        ("ftt", [("ftt_seed0", "adult")]),
+    ]
+    fig = figures.depth_figure(depth_rates(ordered), model_rates(ordered), groups, SPEC)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == [
+        "trained models",
+        "dinov2_small (imagenet_val)",
+        "mpnet (pydoc_topics)",
+        "untrained controls (random weights)",
+        "dinov2_small_random (imagenet_val)",
+        "FT-Transformer (trained on tables)",
+        "ftt_seed0 (adult)",
+    ]
+    content_strip = fig.axes[1]
+    bands = sorted(
+        (round(p.get_y() + 0.42), round(p.get_x(), 6), round(p.get_x() + p.get_width(), 6))
+        for p in content_strip.patches
+    )
+    assert bands == [(1, 95, 100), (2, 95, 100), (4, 24, 30), (6, 11, 44)]  # rows: trained, control, FT-Transformer
+    said = {round(t.get_position()[1]): (t.get_text(), t.get_color()) for t in content_strip.texts}
+    assert said[1] == ("100%", "0.1") and said[6] == ("30%", "0.1")  # within the band
+    assert said[4] == ("0% ▼", "C3")  # the control's interval lies below the random-matrix range
+    assert "trained models: content 95–100%" in fig.texts[-1].get_text().replace("\n", " ")
+    figures.plt.close(fig)

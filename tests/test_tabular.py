@@ -280,6 +280,7 @@ def test_measure_records_cls_is_special_and_deterministic(trained, tmp_path):
             tmp_path / run / "r.rollout.parquet",
             n_inputs=12,
             device="cpu",
+            threads=2,
             condition=Condition(atol=1e-9, row_sum_atol=1e-5),
         )
     df = read_records(tmp_path / "a/r.parquet")

@@ -1,6 +1,7 @@
 """The Snakemake workflow: config validation, lint, and an end-to-end offline run."""
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -23,18 +24,20 @@ from rollout_equality.settings import Baseline, from_section
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The tiny end-to-end configuration (runnable by hand in a folder holding it as config.yaml: README, Quick start).
+# The tiny end-to-end configuration (runnable by hand in a folder of its own: README, Quick start).
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
 
 
-def snakemake(workdir: Path, *args: str, config: dict | None = None) -> subprocess.CompletedProcess:
-    """Run `python -m snakemake` on this repository's Snakefile in ``workdir``."""
+def snakemake(
+    workdir: Path, *args: str, config: dict | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """Run `python -m snakemake` on this repository's Snakefile in ``workdir`` (``env``: more environment variables)."""
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir)]
     if config is not None:
         cfg = workdir / "config.yaml"
         cfg.write_text(yaml.safe_dump(config))
         cmd += ["--configfile", str(cfg)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SOURCE_DATE_EPOCH": "0"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SOURCE_DATE_EPOCH": "0", **(env or {})}
     return subprocess.run(cmd + list(args), cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -70,6 +73,63 @@ def test_repository_config_is_valid(tmp_path):
     assert "unroll_albert" in res.stdout and "simulate_dynamics" in res.stdout
 
 
+def planned(res: subprocess.CompletedProcess, rule: str) -> int:
+    """How many jobs of ``rule`` a dry run plans (its job stats)."""
+    found = re.search(rf"^{rule}\s+(\d+)$", res.stdout, flags=re.M)
+    return int(found.group(1)) if found else 0
+
+
+GIANT = {"dinov2_giant": {"backend": "transformers", "modality": "image", "hub": {"id": "facebook/dinov2-giant"}}}
+GIANT["dinov2_giant"]["hub"]["revision"] = "main"
+
+
+def test_an_overlay_adds_a_suite_of_its_own_and_says_when_it_shrinks_a_shipped_one(tmp_path):
+    """`--configfile my.yaml` is merged into config.yaml as Snakemake merges it: mappings key by key, lists replaced.
+    A suite of one's own lands beside the shipped suites, with its target suite_<name>; an overlay that lists a
+    shipped suite replaces it, and the run says so, naming what it left out."""
+    shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
+    shipped = yaml.safe_load((REPO / "config.yaml").read_text())["suites"]["paper"]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        yaml.safe_dump({"models": GIANT, "suites": {"mine": [{"model": "dinov2_giant", "dataset": "imagenet_val"}]}})
+    )
+    res = snakemake(tmp_path, "--configfile", str(mine), "-n", "all", "suite_mine")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert planned(res, "measure") == len(shipped) + 1 and "Warning: suites." not in res.stdout + res.stderr
+    shrinking = tmp_path / "shrinking.yaml"
+    shrinking.write_text(
+        yaml.safe_dump({"models": GIANT, "suites": {"paper": [{"model": "dinov2_giant", "dataset": "imagenet_val"}]}})
+    )
+    res = snakemake(tmp_path, "--configfile", str(shrinking), "-n", "all")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert planned(res, "measure") == 1
+    assert (
+        f"Warning: suites.paper: this run keeps 0 of the {len(shipped)} entries of the config file"
+        in res.stdout + res.stderr
+    )
+
+
+def test_dropped_by_overlay_names_each_suite_and_what_it_lost():
+    from rollout_equality.config import dropped_by_overlay
+
+    shipped = {
+        "suites": {"paper": [{"model": "a", "dataset": "d"}, {"model": "b", "dataset": "d"}], "offline": []},
+        "tabular": {"suites": {"paper": ["t1", "t2"]}},
+    }
+    same = {"suites": {**shipped["suites"], "mine": [{"model": "c", "dataset": "d"}]}, "tabular": shipped["tabular"]}
+    assert dropped_by_overlay(shipped, same) == []
+    more = {"suites": {"paper": [{"model": "b", "dataset": "d", "heatmap": False}, {"model": "a", "dataset": "d"}]}}
+    assert dropped_by_overlay(shipped, {**more, "tabular": {"suites": {"paper": ["t2", "t1", "t3"]}}}) == []
+    shrunk = {"suites": {"paper": [{"model": "b", "dataset": "d"}], "offline": []}, "tabular": {"suites": {}}}
+    messages = dropped_by_overlay(shipped, shrunk)
+    assert [m.split(" (", 1)[0] for m in messages] == [
+        "suites.paper: this run keeps 1 of the 2 entries of the config file",
+        "tabular.suites.paper: this run keeps 0 of the 2 entries of the config file",
+    ]
+    assert "(a on d left out)" in messages[0] and "(t1, t2 left out)" in messages[1]
+    assert "target suite_mine" in messages[0] and "with suites: {mine: []}" in messages[1]
+
+
 BAD_CONFIGS = [
     (lambda c: c["baseline"].update(trails=10), "trails"),
     (lambda c: c.update(baselin={}), "baselin"),
@@ -88,6 +148,7 @@ BAD_CONFIGS = [
     (lambda c: c["models"]["tiny_timm_deit"]["random_init"].pop("timm_name"), "'timm_name' is a required property"),
     (lambda c: c["models"]["tiny_albert"]["random_init"].pop("config"), "'config' is a required property"),
     (lambda c: c["tabular"]["training"].update(threads=0), "instance['tabular']['training']['threads']"),
+    (lambda c: c["suites"].update({"my suite": []}), "'my suite' does not match"),
 ]
 
 
@@ -137,6 +198,59 @@ def test_a_config_referring_to_the_wrong_entry_fails_naming_it(mutate, message):
     assert message in str(error.value)
 
 
+# A message of docutils, which renders the report's captions (reStructuredText): "<string>:1: (ERROR/3) Undefined
+# substitution referenced: ..." in Snakemake's output, and a "problematic" or "system-message" mark in the page.
+DOCUTILS_MESSAGE = re.compile(r"\((?:DEBUG|INFO|WARNING|ERROR|SEVERE)/[0-4]\)")
+
+
+def report_problems(res: subprocess.CompletedProcess, report: Path) -> list[str]:
+    """What docutils said while Snakemake wrote ``report`` (each line of its output with a docutils message), and
+    the marks docutils leaves in the page where a caption did not render."""
+    said = [line for line in (res.stdout + res.stderr).splitlines() if DOCUTILS_MESSAGE.search(line)]
+    page = report.read_text(encoding="utf-8", errors="replace")
+    return said + [mark for mark in ("problematic", "system-message") if mark in page]
+
+
+def test_report_problems_finds_a_docutils_error(tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text('<span class="problematic">|corr|</span>')
+    out = '<string>:1: (ERROR/3) Undefined substitution referenced: "corr(x_i, v1)".'
+    res = subprocess.CompletedProcess([], 0, stdout=f"Building report\n{out}\n", stderr="")
+    assert report_problems(res, page) == [out, "problematic"]
+    page.write_text("<p>fine</p>")
+    assert report_problems(subprocess.CompletedProcess([], 0, stdout="Building report\n", stderr=""), page) == []
+
+
+def caption_messages(rst: str) -> list[str]:
+    """What docutils says rendering the caption ``rst`` as Snakemake's report renders it (Jinja first, with the
+    validated tiny config as ``snakemake.config``, then reStructuredText to HTML): its warnings and errors."""
+    import io
+    from types import SimpleNamespace
+
+    import jinja2
+    from docutils.core import publish_parts
+    from schema import validated
+
+    text = jinja2.Environment().from_string(rst).render(snakemake=SimpleNamespace(config=validated()))
+    stream = io.StringIO()
+    publish_parts(text, writer="html", settings_overrides={"warning_stream": stream, "report_level": 2})
+    return [line for line in stream.getvalue().splitlines() if DOCUTILS_MESSAGE.search(line)]
+
+
+def test_caption_messages_finds_a_substitution():
+    assert caption_messages("mean |corr(x_i, v1)| per token") == [
+        '<string>:1: (ERROR/3) Undefined substitution referenced: "corr(x_i, v1)".'
+    ]
+    assert caption_messages("mean \\|corr(x_i, v1)\\| per token, ``heatmap: true``") == []
+
+
+@pytest.mark.parametrize("caption", sorted((REPO / "workflow/report").glob("*.rst")), ids=lambda p: p.name)
+def test_report_captions_render_without_a_docutils_message(caption):
+    """Each caption of the HTML report is reStructuredText that renders cleanly (the slow report runs check
+    Snakemake's own output too)."""
+    assert caption_messages(caption.read_text()) == []
+
+
 @pytest.mark.slow
 def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
     runs = []
@@ -159,6 +273,7 @@ def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
     assert "unroll ALBERT" in (a / "results/logs/unroll_albert/tiny_albert/pydoc.log").read_text()
     res = snakemake(a, "--cores", "2", "--report", str(a / "report.html"), "dynamics_offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert report_problems(res, a / "report.html") == []
     report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "albert.png" in report and "basin.png" in report and "simulations.html" in report
     outputs = sorted(
@@ -305,6 +420,7 @@ def test_offline_figures_and_the_html_report(run_a):
         assert (a / f"paper/figures/offline/{figure}.png").stat().st_size > 5000
     res = snakemake(a, "--cores", "2", "--report", str(a / "report.html"), "offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert report_problems(res, a / "report.html") == []
     report = (a / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "depth.png" in report and "claims.csv" in report and "baseline_rate.png" in report
 
@@ -486,6 +602,7 @@ SLURM_SITE = [
     "--slurm-keep-successful-logs",
     "--set-threads",
     "random_baseline=2",
+    "measure=2",
     "--default-resources",
     "slurm_partition=debug",
     "mem_mb=2000",
@@ -553,3 +670,138 @@ def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs, slurm
     for rel in outputs:
         assert (workdir / rel).read_bytes() == (local / rel).read_bytes(), f"{rel} differs between SLURM and local"
     print(f"offline suite: SLURM {wall:.0f} s with {len(ids)} jobs, local {local_wall:.0f} s")
+
+
+def rollout_equality(workdir: Path, *args: str, cache: Path) -> subprocess.CompletedProcess:
+    """The command line, `python -m rollout_equality ARGS`, run in ``workdir`` (its config.yaml is the one read)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ROLLOUT_EQUALITY_CACHE": str(cache)}
+    cmd = [sys.executable, "-m", "rollout_equality", *args]
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _digests(workdir: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(workdir)): p.read_bytes()
+        for folder in ("resources", "results")
+        for p in sorted((workdir / folder).rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.slow
+def test_the_command_line_measures_what_rule_measure_measured_and_writes_nothing_else(run_a, tmp_path):
+    """After a workflow run, `measure --model resources/models/<name> --data resources/data/<set>` and
+    `--model <config name>` give the workflow's records byte for byte (rows and provenance), read the working
+    directory's config.yaml, say what they found and wrote, and leave resources/ and results/ as they were, so that
+    Snakemake has nothing more to do than before."""
+    a = run_a
+    before, plan = _digests(a), snakemake(a, "-n", "offline", config=TINY)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    runs = [(f"resources/models/{e['model']}", e["model"], e["dataset"]) for e in TINY["suites"]["offline"]]
+    runs.append(("minilm", "minilm", "pydoc"))  # a model of the config by name
+    for k, (model, name, dataset) in enumerate(runs):
+        out = tmp_path / f"{k}.parquet"
+        res = rollout_equality(
+            a, "measure", "--model", model, "--data", f"resources/data/{dataset}", "--out", str(out), cache=tmp_path
+        )
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert "config: config.yaml" in res.stderr  # the working directory's
+        assert re.search(r"holds in \d+\.\d% \(content tokens\) and \d+\.\d% \(all tokens\)", res.stdout)
+        assert f"wrote {out} and {tmp_path / f'{k}.rollout.parquet'}" in res.stdout
+        assert out.read_bytes() == (a / f"results/records/{name}/{dataset}.parquet").read_bytes(), model
+        rollout = (a / f"results/records/{name}/{dataset}.rollout.parquet").read_bytes()
+        assert (tmp_path / f"{k}.rollout.parquet").read_bytes() == rollout, model
+    assert _digests(a) == before
+    again = snakemake(a, "-n", "offline", config=TINY)
+    assert again.returncode == 0 and again.stdout.count("rule ") == plan.stdout.count("rule "), again.stdout[-2000:]
+    assert not (tmp_path / "minilm").exists()  # a prepared model is read where it is, not prepared again
+
+
+@pytest.mark.slow
+def test_an_edited_input_stops_measure_naming_it_and_no_records_are_written(run_a, tmp_path):
+    """One word of a prepared text segment edited by hand: rule measure stops before the model runs, naming the file
+    and the rule to rerun, and writes no records (they would claim the manifest of the original text)."""
+    work = tmp_path / "run"
+    shutil.copytree(run_a / "resources", work / "resources", symlinks=True)
+    segments = work / "resources/data/pydoc/segments.jsonl"
+    lines = segments.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["text"] = first["text"].replace(first["text"].split()[1], "edited", 1)
+    segments.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    res = snakemake(work, "--cores", "2", "results/records/minilm/pydoc.parquet", config=TINY)
+    assert res.returncode != 0
+    log = (work / "results/logs/measure/minilm/pydoc.log").read_text()
+    assert f"segment {first['id']} differs from the text prepared in" in log and "prepare_data" in log, log[-2000:]
+    assert not (work / "results/records/minilm").exists()
+
+
+@pytest.mark.parametrize(
+    "extraction, training",
+    [("cpu", "cpu"), ("cuda", "cpu"), ("cpu", "cuda:0"), ("auto", "auto")],
+)
+def test_a_rule_claims_the_gpu_only_when_its_device_resolves_to_cuda(tmp_path, extraction, training):
+    """measure claims Snakemake's `gpu` resource for extraction.device, train_ftt and measure_ftt for
+    tabular.training.device, and `auto` claims it only on a host where torch sees a CUDA GPU."""
+    import torch
+
+    config = copy.deepcopy(TINY)
+    config["extraction"]["device"] = extraction
+    config["tabular"]["training"]["device"] = training
+    res = snakemake(tmp_path, "-n", "offline", config=config)
+    assert res.returncode == 0, res.stderr[-2000:]
+    claims: dict[str, set[int]] = {}
+    rule = None
+    for line in res.stdout.splitlines():
+        if line.startswith("rule "):
+            rule = line.removeprefix("rule ").rstrip(":")
+        elif line.strip().startswith("resources:"):
+            gpu = re.search(r"\bgpu=(\d+)", line)
+            claims.setdefault(rule, set()).add(int(gpu.group(1)) if gpu else 0)
+
+    def cuda(device):
+        return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+
+    expected = {"measure": cuda(extraction), "train_ftt": cuda(training), "measure_ftt": cuda(training)}
+    assert {r: claims[r] for r in expected} == {r: {int(v)} for r, v in expected.items()}
+    assert all(claims[r] == {0} for r in claims if r not in expected)
+
+
+def another_processor() -> dict[str, str]:
+    """The variables that make this machine's torch, MKL, oneDNN and numba take another processor's kernels: an
+    AVX2 processor's on an AVX-512 one, else those of a processor with SSE only."""
+    import torch
+
+    from rollout_equality.job import CODE_PATHS
+
+    return CODE_PATHS["avx2" if torch.backends.cpu.get_cpu_capability() == "AVX512" else "compatible"]
+
+
+KAPPA_ACROSS_PROCESSORS = 1e-5
+"""How far a transformer's κ may move on another processor's kernels (docs/outputs.md#reproducibility)."""
+
+
+@pytest.mark.slow
+def test_another_processors_kernels_give_what_the_guarantee_says(run_a, tmp_path):
+    """The tiny suite again under another processor's kernels (docs/outputs.md#reproducibility): FT-Transformer, on
+    the code path the config fixes, gives the same model, records and scores byte for byte; the transformers'
+    records (the forward pass on the native code path) keep every ``holds`` here and move κ by less than
+    KAPPA_ACROSS_PROCESSORS; every table of rates, the claims and the random baseline are the same bytes."""
+    from rollout_equality.records import read_metadata
+
+    a, b = run_a, tmp_path
+    res = snakemake(b, "--cores", "2", "offline", config=TINY, env=another_processor())
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    same = [str(p.relative_to(a)) for p in sorted((a / "results/ftt").rglob("model.pt"))]
+    same += [str(p.relative_to(a)) for p in sorted((a / "results/records/ftt").rglob("*.parquet"))]
+    same += [f"results/tables/offline/{t}.csv" for t in ("ftt_scores", "ftt", "model_rates", "depth_rates", "claims")]
+    same += ["results/tables/offline/special_tokens.csv", "results/baseline/random_baseline.csv"]
+    assert len(same) > 10
+    assert [rel for rel in same if (a / rel).read_bytes() != (b / rel).read_bytes()] == []
+    for exp in TINY["suites"]["offline"]:
+        rel = f"results/records/{exp['model']}/{exp['dataset']}.parquet"
+        mine, native = pd.read_parquet(b / rel), pd.read_parquet(a / rel)
+        exact = ["input_id", "layer", "token_set", "n_tokens", "holds", "holds_direct"]
+        pd.testing.assert_frame_equal(mine[exact], native[exact])
+        assert (mine["kappa"] - native["kappa"]).abs().max() < KAPPA_ACROSS_PROCESSORS, rel
+        compute, native_compute = read_metadata(b / rel)["compute"], read_metadata(a / rel)["compute"]
+        assert compute["code_path"] == another_processor() != native_compute["code_path"]  # the other kernels ran

@@ -112,7 +112,7 @@ def ablation_figure(layers: pd.DataFrame, summary: pd.DataFrame, claim: Mapping 
     """Small multiples: one panel per setting, its rate on content tokens per block (each seed a dot, the mean
     over seeds a line) against the reference recipe's mean (grey), and the claimed range (``claim``, a config
     claim of kind rate) as a band."""
-    from rollout_equality.figures import plt
+    from rollout_equality.figures import FONT_PT, plt
 
     settings = list(summary["setting"])
     labels = dict(zip(summary["setting"], summary["label"]))
@@ -143,22 +143,26 @@ def ablation_figure(layers: pd.DataFrame, summary: pd.DataFrame, claim: Mapping 
         ax.plot(g["layer"], 100 * g["rate"], "o", ms=3, color="C0", alpha=0.5, lw=0, label="one seed")
         mean = g.groupby("layer")["rate"].mean()
         ax.plot(mean.index, 100 * mean, "o-", ms=4, lw=1.6, color="C0", label="mean over seeds")
-        ax.set_title(labels[setting], fontsize=8)
+        ax.set_title(labels[setting], fontsize=FONT_PT["label"])
         ax.set_ylim(-3, 103)
         ax.set_xticks(range(n_layers), [str(b + 1) for b in range(n_layers)])
         ax.grid(alpha=0.3, lw=0.5)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=FONT_PT["tick"])
         if i % ncols == 0:
-            ax.set_ylabel("holds (%)", fontsize=8)
+            ax.set_ylabel("holds (%)", fontsize=FONT_PT["label"])
         if i >= len(settings) - ncols:  # the lowest panel of its column
-            ax.set_xlabel("block", fontsize=8)
+            ax.set_xlabel("block", fontsize=FONT_PT["label"])
             ax.xaxis.set_tick_params(labelbottom=True)
     handles = {}
     for ax in axes.flat[: len(settings)]:
         for h, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, h)
-    fig.legend(handles.values(), handles.keys(), fontsize=7, frameon=False, loc="lower center", ncol=len(handles))
-    fig.suptitle("FT-Transformer recipe ablation: condition rate on content tokens per block", fontsize=9)
+    fig.legend(
+        handles.values(), handles.keys(), fontsize=FONT_PT["tick"], frameon=False, loc="lower center", ncol=len(handles)
+    )
+    fig.suptitle(
+        "FT-Transformer recipe ablation: condition rate on content tokens per block", fontsize=FONT_PT["title"]
+    )
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 

@@ -14,7 +14,8 @@ checked by :func:`rollout_equality.config.check_references`). Each entry has a `
 Subjects are model names (``models:``) or ``ftt:<table>`` (every FT-Transformer seed of that table pooled).
 ``out_of_sample`` models are measured the same way and set beside the claim, labelled so (status
 ``agrees`` / ``disagrees``: they are not the paper's models). A verdict is ``reproduced`` when our Wilson 95%
-interval meets the claimed range, ``not reproduced`` otherwise, ``not run`` (with the reason) without records.
+interval meets the claimed range, ``not reproduced`` otherwise, ``not run`` (with the reason) without records. A
+result outside the range says on which side it lies ("above the range" / "below the range", after our number).
 """
 
 from __future__ import annotations
@@ -42,6 +43,29 @@ def baseline_claim(spec: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | No
     return found[0] if found else None
 
 
+def compared_range(
+    spec: Mapping[str, Mapping[str, Any]], kind: str, subject: str, token_set: str
+) -> tuple[float, float, str] | None:
+    """The claimed range a run's rate on ``token_set`` is read against, as (low, high, the claim's name): for ``kind``
+    ``trained`` the first claim of kind rate on ``token_set`` that names ``subject`` (a model) among its subjects or
+    out of sample; for ``ftt`` (``subject`` = ``ftt:<table>``) the claim naming that table, else the first rate claim
+    on ``token_set`` about FT-Transformer runs; for ``untrained control`` the random-matrix claim (kind
+    ``baseline``: an untrained network's attention set beside uniformly random rows). None when no claim applies."""
+    if kind == "untrained control":
+        found = [(name, c) for name, c in spec.items() if c["kind"] == "baseline"]
+    else:
+        rates = [(name, c) for name, c in spec.items() if c["kind"] == "rate" and c["token_set"] == token_set]
+        if kind == "ftt":
+            found = [(name, c) for name, c in rates if subject in c["subjects"]]
+            found = found or [(n, c) for n, c in rates if any(s.startswith(FTT_PREFIX) for s in c["subjects"])]
+        else:
+            found = [(n, c) for n, c in rates if subject in c["subjects"] or subject in c.get("out_of_sample", {})]
+    if not found:
+        return None
+    name, claim = found[0]
+    return claim["range"][0], claim["range"][1], name
+
+
 def paper_range(claim: Mapping[str, Any]) -> str:
     """How the claims table states a claimed range (``82%–97%``; a narrow one as its midpoint, ``91%``)."""
     if claim["kind"] == "late_failures":
@@ -52,6 +76,21 @@ def paper_range(claim: Mapping[str, Any]) -> str:
 
 def _status(low: float, high: float, ci_low: float, ci_high: float) -> str:
     return "reproduced" if ci_high >= low and ci_low <= high else "not reproduced"
+
+
+def side(low: float, high: float, ci_low: float, ci_high: float) -> str:
+    """Where the interval [ci_low, ci_high] lies against the claimed range [low, high] when it misses it:
+    ``above the range`` or ``below the range``; ``""`` when it meets it."""
+    if ci_low > high:
+        return "above the range"
+    if ci_high < low:
+        return "below the range"
+    return ""
+
+
+def _beside(ours: str, where: str) -> str:
+    """Our number, followed by the side of the range it lies on when it misses the range."""
+    return f"{ours}, {where}" if where else ours
 
 
 def _small_n_note(small: pd.DataFrame) -> str:
@@ -83,13 +122,18 @@ def _baseline_rows(claim, baseline: pd.DataFrame | None) -> list[dict]:
     large = baseline[baseline["n"] >= claim["min_n"]]
     if large.empty:
         return [_row(claim, "random matrices", "", "not run", f"no size n ≥ {claim['min_n']} in baseline.ns")]
-    ok = all(_status(low, high, r.ci_low, r.ci_high) == "reproduced" for r in large.itertuples())
+    sides: dict[str, list[str]] = {}
+    for r in large.itertuples():
+        where = side(low, high, r.ci_low, r.ci_high)
+        if where:
+            sides.setdefault(where, []).append(str(r.n))
+    ours = f"{large['rate'].min():.1%}–{large['rate'].max():.1%}"
     return [
         _row(
             claim,
             f"n = {large['n'].min()}–{large['n'].max()}",
-            f"{large['rate'].min():.1%}–{large['rate'].max():.1%}",
-            "reproduced" if ok else "not reproduced",
+            "; ".join([ours] + [f"{where} at n = {', '.join(ns)}" for where, ns in sides.items()]),
+            "not reproduced" if sides else "reproduced",
             _small_n_note(baseline[baseline["n"] < claim["min_n"]]),
         )
     ]
@@ -105,8 +149,8 @@ def _pooled_ftt_row(claim, subject: str, sel: pd.DataFrame) -> dict:
     spread = ", ".join(f"seed{s}: {r:.1%}" for s, r in zip(seeds["seed"], seeds["rate"]))
     return _row(
         claim,
-        f"{subject} on {sel['dataset'].iloc[0]} ({len(sel)} seeds pooled)",
-        _interval(k / n, ci_low, ci_high),
+        f"{subject} on {sel['dataset'].iloc[0]} ({len(sel)} seed{'' if len(sel) == 1 else 's'} pooled)",
+        _beside(_interval(k / n, ci_low, ci_high), side(low, high, ci_low, ci_high)),
         _status(low, high, ci_low, ci_high),
         f"seeds {seeds['rate'].min():.1%}–{seeds['rate'].max():.1%} ({spread}); {n} input-layer pairs",
     )
@@ -146,7 +190,7 @@ def _rate_rows(claim, subject: str, rates: pd.DataFrame, label: str | None) -> l
             _row(
                 claim,
                 f"{subject} on {r.dataset}" + (" (out of sample)" if label else ""),
-                _interval(r.rate, r.ci_low, r.ci_high),
+                _beside(_interval(r.rate, r.ci_low, r.ci_high), side(low, high, r.ci_low, r.ci_high)),
                 OUT_OF_SAMPLE_STATUS[status] if label else status,
                 f"not a paper model ({label}); {note}" if label else note,
             )
@@ -188,7 +232,9 @@ def _special_rows(claim, subject: str, special: pd.DataFrame | None, label: str 
             _row(
                 claim,
                 f"{subject} on {r.dataset}" + (" (out of sample)" if label else ""),
-                _interval(r.share, r.ci_low, r.ci_high) if r.failing_all else "no pair fails on all tokens",
+                _beside(_interval(r.share, r.ci_low, r.ci_high), side(low, high, r.ci_low, r.ci_high))
+                if r.failing_all
+                else "no pair fails on all tokens",
                 OUT_OF_SAMPLE_STATUS[status] if label else status,
                 (f"not a paper model ({label}); " if label else "")
                 + f"{r.content_holds} of the {r.failing_all} pairs failing on all tokens hold on content tokens",

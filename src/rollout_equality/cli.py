@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from rollout_equality.paths import DOWNLOAD_CACHE, MODELS
+from rollout_equality.paths import DOWNLOAD_CACHE, MODEL_INFO
 from rollout_equality.schema import CONFIG
 
 
@@ -64,67 +65,193 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
+    """Measure a model on a prepared data set or on text / image files, through the workflow's own entry point
+    (:func:`rollout_equality.measure.measure_and_write`), writing only ``--out`` and its rollout companion."""
+    from rollout_equality.compute import resolve_device
     from rollout_equality.extract import load
     from rollout_equality.io import logging_to
-    from rollout_equality.measure import measure, measure_inputs
-    from rollout_equality.models import prepare_model
-    from rollout_equality.records import write_records
+    from rollout_equality.job import code_path
+    from rollout_equality.measure import measure, measure_and_write, model_record, resolve_overlap
 
     out = Path(args.out)
     rollout_out = out.with_name(out.name.removesuffix(".parquet") + ".rollout.parquet")  # beside it, as --out says
+    config = load_config(args.configfile)
+    extraction, condition = _sections(args, "extraction", "condition", config=config)
+    code_path(extraction.code_path)  # before torch starts, as the workflow's job prelude does
     with logging_to(args.log):
-        src = args.model
-        spec = {"backend": args.backend, "modality": args.modality}
-        if src.startswith("package:") or Path(src).expanduser().is_dir():
-            spec["local"] = src
-        else:
-            spec["hub"] = {"id": src, "revision": args.revision}
-        name = args.name or Path(src.removeprefix("package:")).name
-        info = prepare_model(name, spec, Path(args.resources) / name, Path(args.resources) / name / "model.json")
-        extraction, condition = _sections(args, "extraction", "condition")
+        modality = "text" if args.texts else "image" if args.images else None
         if args.data:
-            measure(
-                info,
-                args.data,
-                out,
-                rollout_out,
-                model=name,
-                dataset=Path(args.data).name,
-                extraction=extraction,
-                condition=condition,
-            )
-            return 0
-        if args.texts:
-            inputs = [
-                line.strip() for line in Path(args.texts).read_text(encoding="utf-8").splitlines() if line.strip()
-            ]
-            ids, dataset = [f"line-{i + 1}" for i in range(len(inputs))], Path(args.texts).name
-        else:
-            from PIL import Image
+            from rollout_equality.data import read_manifest
 
-            inputs = [Image.open(p).convert("RGB") for p in args.images]
-            ids, dataset = [Path(p).name for p in args.images], "images"
-        extractor = load(
-            info, extraction.device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend
-        )
-        rows, rollout_rows, _ = measure_inputs(
-            extractor,
-            ids,
-            inputs,
-            model=name,
-            dataset=dataset,
-            condition=condition,
-            batch_size=extraction.batch_size,
-            batch_by_length=extraction.batch_by_length,
-        )
-        write_records(
-            out,
-            rollout_out,
-            rows,
-            rollout_rows,
-            {"model": info, "dataset": {"name": dataset}, "extraction": {"preprocessing": extractor.preprocessing}},
-        )
+            modality = read_manifest(args.data)["modality"]
+        name, info, rerun = _model(args, config, modality)
+        if args.data:
+            rates = measure(
+                info, args.data, out, rollout_out, model=name, dataset=Path(args.data).name,
+                extraction=extraction, condition=condition, model_rerun=rerun or None,
+            )  # fmt: skip
+        else:
+            ids, inputs, dataset = _texts(Path(args.texts)) if args.texts else _images(args.images)
+            device = resolve_device(extraction.device)
+            extractor = load(info, device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend)
+            rates = measure_and_write(
+                extractor, ids, inputs, out, rollout_out, model=name, dataset=dataset,
+                model_record=model_record(info), dataset_record=dataset_record(dataset, ids, inputs),
+                condition=condition, device=device, threads=extraction.threads,
+                batch_size=extraction.batch_size,
+                settings={"max_tokens": extraction.max_tokens} if modality == "text" else None,
+                overlap=resolve_overlap(extraction.overlap, device), batch_by_length=extraction.batch_by_length,
+            )  # fmt: skip
+    print(
+        f"{name}: the condition holds in {100 * rates['content']:.1f}% (content tokens) and {100 * rates['all']:.1f}% "
+        f"(all tokens) of input-layer pairs\nwrote {out} and {rollout_out}"
+    )
     return 0
+
+
+def cache_dir() -> Path:
+    """Where the command line keeps the models it prepares itself (hub snapshots, unpacked archives, built controls):
+    ``$ROLLOUT_EQUALITY_CACHE``, else ``$XDG_CACHE_HOME/rollout-equality`` (``~/.cache/rollout-equality``); never the
+    workflow's ``resources/``."""
+    import os
+
+    if os.environ.get("ROLLOUT_EQUALITY_CACHE"):
+        return Path(os.environ["ROLLOUT_EQUALITY_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rollout-equality"
+
+
+def _model(args: argparse.Namespace, config: dict, modality: str) -> tuple[str, dict, str]:
+    """(records' model name, model.json-like description, what to run again when its files changed) of ``--model``,
+    checked to read ``modality`` and its prepared files checked:
+
+    * a name of the config's ``models:``: the folder the workflow prepared for it (``resources/models/<name>``,
+      read as rule measure reads it, its files checked) when there is one, else prepared into :func:`cache_dir`;
+    * a folder the workflow prepared (it holds ``model.json``): read the same way;
+    * a model folder (transformers or timm files) or ``package:MODULE``: described in memory, nothing written;
+    * a hub id (``org/name``): downloaded at ``--revision`` into :func:`cache_dir`.
+    """
+    from rollout_equality.measure import check_model, read_model_info
+    from rollout_equality.models import file_records, package_distribution, prepare_model, resolve_local
+
+    src = args.model
+    folder = Path(src).expanduser()
+    if src in config["models"]:
+        prepared = Path(MODEL_INFO.format(model=src))
+        if prepared.is_file():
+            info = read_model_info(prepared)
+            rerun = f"prepare it again (snakemake --forcerun prepare_model {prepared})"
+        else:
+            spec = config["models"][src]
+            _fits(src, spec["modality"], modality)
+            info = prepare_model(src, spec, cache_dir() / src, cache_dir() / src / "model.json")
+            rerun = f"delete {cache_dir() / src} and run again"
+        print(f"model {src!r} of the config: {prepared if prepared.is_file() else cache_dir() / src}", file=sys.stderr)
+    elif (folder / "model.json").is_file():
+        info = read_model_info(folder / "model.json")
+        rerun = f"prepare it again (snakemake --forcerun prepare_model {folder / 'model.json'})"
+    elif src.startswith("package:") or folder.is_dir():
+        path = resolve_local(src)
+        backend, found = describe_folder(path)
+        info = {"name": args.name or path.name, "backend": backend, "modality": found, "source": "local", "local": src}
+        if src.startswith("package:"):
+            info["distribution"] = package_distribution(src.removeprefix("package:"))
+        info["path"] = str(path.resolve())
+        info["files"], info["stamps"] = file_records(path)  # what was measured, for the records' provenance
+        rerun = ""
+    elif HUB_ID.fullmatch(src):
+        name = args.name or src.split("/")[-1]
+        spec = {"backend": args.backend, "modality": modality, "hub": {"id": src, "revision": args.revision}}
+        info = prepare_model(name, spec, cache_dir() / name, cache_dir() / name / "model.json")
+        rerun = f"delete {cache_dir() / name} and run again"
+        info["modality"] = describe_folder(Path(info["path"]))[1]  # what the files say, not what was asked
+    else:
+        raise ValueError(
+            f"--model {src!r} is neither a model of the config ({', '.join(sorted(config['models']))}), a folder "
+            "(a model's files, or one the workflow prepared), package:MODULE, nor a hub id (org/name)"
+        )
+    _fits(src, info["modality"], modality)
+    if rerun:
+        check_model(info, rerun)
+    return args.name or info.get("name") or src, info, rerun
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def _fits(model: str, reads: str, given: str) -> None:
+    if reads != given:
+        raise ValueError(f"model {model!r} reads {reads} inputs, but {given} inputs were given")
+
+
+def describe_folder(path: Path) -> tuple[str, str]:
+    """(backend, modality) of a folder of model files, from its files alone (nothing is loaded): timm's
+    ``config.json`` names an ``architecture``; a transformers ``config.json`` a ``model_type`` that the installed
+    transformers knows, with a tokenizer (text) or an image processor (image) beside it. Raises ValueError naming
+    the folder and what it lacks."""
+    import json
+
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise ValueError(
+            f"{path} is neither a model folder (config.json and weights, as save_pretrained or timm write them) nor a "
+            "folder the workflow prepared (model.json)"
+        )
+    config = json.loads(config_file.read_text())
+    if "architecture" in config:
+        return "timm", "image"
+    model_type = config.get("model_type")
+    import transformers
+
+    if model_type not in transformers.CONFIG_MAPPING:
+        raise ValueError(
+            f"{config_file}: model_type {model_type!r} is not one transformers {transformers.__version__} knows; "
+            "install a transformers release that has it, or give a folder of a known architecture"
+        )
+    image = (path / "preprocessor_config.json").is_file()
+    text = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "spiece.model"))
+    if image == text:
+        raise ValueError(
+            f"{path}: cannot tell whether the model reads text or images (it has "
+            f"{'both a tokenizer and' if image else 'neither a tokenizer nor'} an image processor)"
+        )
+    return "transformers", "image" if image else "text"
+
+
+def _texts(path: Path) -> tuple[list[str], list[str], str]:
+    """(ids, texts, data set name) of a text file, one input per non-empty line."""
+    texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not texts:
+        raise ValueError(f"{path} holds no text (give one input per line)")
+    return [f"line-{i + 1}" for i in range(len(texts))], texts, path.name
+
+
+def _images(paths: list[str]) -> tuple[list[str], list, str]:
+    """(ids, RGB images, data set name) of image files; a file that is not a readable image is named."""
+    from PIL import Image, UnidentifiedImageError
+
+    images = []
+    for p in paths:
+        try:
+            with Image.open(p) as im:
+                images.append(im.convert("RGB"))
+        except (OSError, UnidentifiedImageError) as err:
+            raise ValueError(f"{p} cannot be read as an image: {err}") from err
+    return [Path(p).name for p in paths], images, "images"
+
+
+def dataset_record(name: str, ids: list[str], inputs: list) -> dict:
+    """The records' data set provenance for inputs given on the command line: their count and a SHA-256 over every
+    input's id and content (text as UTF-8, images as RGB pixels), as a prepared data set's manifest has it."""
+    import numpy as np
+
+    from rollout_equality.data import sha256_bytes
+
+    digests = [sha256_bytes(x.encode() if isinstance(x, str) else np.asarray(x).tobytes()) for x in inputs]
+    return {
+        "name": name,
+        "sha256": sha256_bytes("".join(f"{i} {d}\n" for i, d in zip(ids, digests)).encode()),
+        "n": len(ids),
+    }
 
 
 _FLAGS = {  # the command-line flags that override a setting of config.yaml: (section, key) -> option's dest
@@ -141,13 +268,13 @@ _FLAGS = {  # the command-line flags that override a setting of config.yaml: (se
 }
 
 
-def _sections(args: argparse.Namespace, *names: str) -> list:
+def _sections(args: argparse.Namespace, *names: str, config: dict | None = None) -> list:
     """config.yaml's sections ``names`` (of ``--configfile``, read and validated once, the schema's defaults filled
-    in) as their records (rollout_equality.settings), with the values given on the command line in place of the
-    file's."""
+    in; or ``config``, read so already) as their records (rollout_equality.settings), with the values given on the
+    command line in place of the file's."""
     from rollout_equality.settings import SECTIONS, from_section
 
-    config = load_config(args.configfile)
+    config = config if config is not None else load_config(args.configfile)
     records = []
     for name in names:
         given = {key: getattr(args, dest) for (section, key), dest in _FLAGS.items() if section == name}
@@ -220,12 +347,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log", default=None)
     p.set_defaults(func=_cmd_prepare)
 
-    p = sub.add_parser("measure", help="records of one model on a prepared data set or a list of texts / images")
-    p.add_argument("--model", required=True, help="hub id, local directory, or package:MODULE")
-    p.add_argument("--revision", default="main", help="hub revision (pin a commit)")
-    p.add_argument("--backend", choices=["transformers", "timm"], default="transformers")
-    p.add_argument("--modality", choices=["text", "image"], required=True)
-    p.add_argument("--name", default=None, help="model name in the records (default: last part of --model)")
+    p = sub.add_parser(
+        "measure",
+        help="records of one model on a prepared data set or on texts / images, as rule measure writes them",
+        description="Records of one model, measured as rule measure measures (the same entry point, settings and "
+        "checks); writes --out and its .rollout.parquet companion, nothing else but a hub download or a model it "
+        "prepares itself in its cache (ROLLOUT_EQUALITY_CACHE, else ~/.cache/rollout-equality).",
+    )
+    p.add_argument(
+        "--model",
+        required=True,
+        help="a model name of the config (the folder the workflow prepared for it, when there is one), a folder the "
+        "workflow prepared, a folder of model files, package:MODULE, or a hub id",
+    )
+    p.add_argument("--revision", default="main", help="hub revision of a hub id (pin a commit)")
+    p.add_argument("--backend", choices=["transformers", "timm"], default="transformers", help="of a hub id")
+    p.add_argument("--name", default=None, help="model name in the records (default: the config's or the folder's)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="a prepared data set folder (with manifest.json)")
     src.add_argument("--texts", help="a text file, one input per line")
@@ -237,7 +374,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image-backend", help="transformers image processor backend (extraction.image_backend)")
     _condition_flags(p)
     _configfile_flag(p)
-    p.add_argument("--resources", default=MODELS, help="where hub snapshots and model.json go")
     p.add_argument("--log", default=None)
     p.set_defaults(func=_cmd_measure)
 
@@ -264,8 +400,16 @@ def _configfile_flag(p: argparse.ArgumentParser) -> None:
         "--configfile",
         action="append",
         default=None,
-        help=f"config file(s) merged in order into {CONFIG} (as snakemake --configfile), for settings not given as flags",
+        help="config file(s) merged in order into the config.yaml of the working directory (as snakemake "
+        "--configfile; without one there, the project's own), for settings not given as flags",
     )
+
+
+def base_config() -> Path:
+    """The config.yaml the command line starts from: the working directory's, as Snakemake reads it, else the one of
+    the project the library belongs to (:data:`rollout_equality.schema.CONFIG`)."""
+    here = Path("config.yaml")
+    return here if here.is_file() else CONFIG
 
 
 def _condition_flags(p: argparse.ArgumentParser) -> None:
@@ -275,7 +419,9 @@ def _condition_flags(p: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    args.configfile = [str(CONFIG), *(getattr(args, "configfile", None) or [])]  # as Snakemake merges --configfile
+    args.configfile = [str(base_config()), *(getattr(args, "configfile", None) or [])]  # as Snakemake merges them
+    if args.command != "prepare":
+        print(f"config: {' + '.join(args.configfile)}", file=sys.stderr)
     if args.command == "check-sources":
         args.suite = args.suite or ["paper"]
     try:

@@ -66,6 +66,50 @@ def check_references(config: dict[str, Any]) -> None:
             raise ValueError(f"tabular table {name!r}: split test: source needs `test_path` in its csv source")
 
 
+def dropped_by_overlay(shipped: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """What an overlay (``--configfile my.yaml``, ``--config``) left out of the suites of the config file it was merged
+    into: one message for each suite of ``shipped`` (that file, as read; ``suites`` and ``tabular.suites``) whose
+    experiments (model and data set) or tables are not all in the suite of the same name in ``config`` (the run's
+    config). Snakemake merges an overlay's mappings into the file but replaces its lists, so an overlay that lists
+    a suite replaces it whole."""
+
+    def experiment(e: dict[str, Any]) -> str:
+        return f"{e['model']} on {e['dataset']}"
+
+    sections = (
+        ("suites", shipped.get("suites") or {}, config["suites"], experiment, "suites: {mine: [...]}"),
+        (
+            "tabular.suites",
+            (shipped.get("tabular") or {}).get("suites") or {},
+            config["tabular"]["suites"],
+            str,
+            "tabular.suites: {mine: [...]} with suites: {mine: []}",
+        ),
+    )
+    messages = []
+    for where, old, new, key, own in sections:
+        for suite, entries in old.items():
+            kept = {key(e) for e in new.get(suite, [])}
+            gone = [key(e) for e in entries or [] if key(e) not in kept]
+            if gone:
+                named = ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
+                messages.append(
+                    f"{where}.{suite}: this run keeps {len(entries) - len(gone)} of the {len(entries)} entries of the "
+                    f"config file ({named} left out). Snakemake merges an overlay's mappings into the config "
+                    f"file but replaces its lists: an overlay that lists {where}.{suite} replaces it whole. To add a "
+                    f"model or table, give it a suite of its own beside the shipped ones ({own}; target suite_mine); "
+                    "to run part of a suite on purpose, go on."
+                )
+    return messages
+
+
+def model_kinds(models: dict[str, Any]) -> dict[str, str]:
+    """Each model of ``models:`` by its source: ``untrained control`` for ``random_init`` (the architecture with
+    weights drawn at random), ``trained`` for every source that reads weights (hub, local, dist_zip, onnx_export).
+    The figures group their rows by it."""
+    return {name: "untrained control" if "random_init" in entry else "trained" for name, entry in models.items()}
+
+
 FTT_PREFIX = "ftt:"
 """A claim's subject ``ftt:<table>`` stands for every FT-Transformer run of a table of ``tabular.datasets``."""
 

@@ -16,7 +16,6 @@ difference above 1e-5 raises. Training is untouched (the package's default).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -29,6 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from rollout_equality import hub
+from rollout_equality.compute import deterministic_cuda, provenance
 from rollout_equality.io import atomic_path, progress, write_text
 from rollout_equality.schema import choices
 from rollout_equality.settings import Condition
@@ -124,6 +125,8 @@ def train_ftt(
     ``patience`` epochs have passed without a strictly better validation score (or after ``max_epochs``).
     """
     manifest, arrays = load_prepared(data_path, manifest_path)
+    if device.startswith("cuda"):
+        deterministic_cuda()
     torch.manual_seed(seed)
     model = build_model(manifest, binary_head).to(device)
     optimizer = model.make_default_optimizer()
@@ -174,11 +177,12 @@ def train_ftt(
         "seconds_total": float(np.sum(epoch_times)),
         "n_train": n_train,
         "device": device,
+        "compute": provenance(device, threads=torch.get_num_threads()),
         "published": published,
         "history": history,
     }
-    with atomic_path(model_path) as tmp:
-        torch.save(best["state"], tmp)
+    with atomic_path(model_path) as tmp, open(tmp, "wb") as fh:
+        torch.save(best["state"], fh)  # to a file object: the archive's folder is torch's fixed name, not the file's
     write_text(metrics_path, json.dumps(metrics, indent=2) + "\n")
     log.info(
         "%s seed %d: test %s %.4f after %d epochs (%.2f s/epoch)",
@@ -257,13 +261,14 @@ def measure_ftt(
     *,
     n_inputs: int,
     device: str,
+    threads: int,
     condition: Condition,
-) -> None:
+) -> dict[str, float]:
     """Records of a trained FT-Transformer on the first ``n_inputs`` test rows (layer records to ``out_path``,
-    rollout records to ``rollout_path``; :data:`MEASURE_ROWS` rows per forward pass), with the training seed of ``metrics_path`` in their ``seed`` column and
-    ``ftt_seed<seed>`` as their model name (a label: readers take the seed from the column)."""
-    from rollout_equality.measure import measure_inputs
-    from rollout_equality.records import write_records
+    rollout records to ``rollout_path``; :data:`MEASURE_ROWS` rows per forward pass on ``threads`` torch threads),
+    with the training seed of ``metrics_path`` in their ``seed`` column and ``ftt_seed<seed>`` as their model name (a
+    label: readers take the seed from the column). Returns the rates."""
+    from rollout_equality.measure import measure_and_write
 
     manifest, arrays, model = load_trained(data_path, manifest_path, model_path, metrics_path, device)
     metrics = json.loads(Path(metrics_path).read_text())
@@ -277,28 +282,28 @@ def measure_ftt(
         att = block_attention(model, *_inputs(arrays, "test", np.asarray(rows), device)).cpu().numpy()
         return [(layers, special) for layers in att]
 
-    layer_rows, rollout_rows, _ = measure_inputs(
+    return measure_and_write(
         extractor,
         [f"test-{row:06d}" for row in range(n)],
         list(range(n)),
+        out_path,
+        rollout_path,
         model=model_name,
         dataset=manifest["name"],
-        seed=metrics["seed"],
-        condition=condition,
-        batch_size=MEASURE_ROWS,
-    )
-    metadata = {
-        "model": {
+        model_record={
             "name": model_name,
             "backend": "rtdl_revisiting_models.FTTransformer",
             "seed": metrics["seed"],
             "test_" + metrics["metric"]: metrics["test"],
+            "weights_sha256": hub.file_digest(Path(model_path), "sha256").split(":", 1)[1],
+            "trained": metrics["compute"],
         },
-        "dataset": {"name": manifest["name"], "sha256": manifest["sha256"], "n": n},
-        "condition": dataclasses.asdict(condition),
-        "extraction": {
-            "device": device,
-            "attention": "every block recomputed from W_q, W_k; checked against the model's",
-        },
-    }
-    write_records(out_path, rollout_path, layer_rows, rollout_rows, metadata)
+        dataset_record={"name": manifest["name"], "sha256": manifest["sha256"], "n": n},
+        condition=condition,
+        device=device,
+        threads=threads,
+        batch_size=MEASURE_ROWS,
+        seed=metrics["seed"],
+        attention="every block recomputed from W_q, W_k (checked against the model's), head-averaged in float32, "
+        "analysed in float64 on the CPU",
+    )

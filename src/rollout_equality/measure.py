@@ -7,31 +7,22 @@ import dataclasses
 import json
 import logging
 import os
-import platform
+import time
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
+from rollout_equality.compute import provenance, resolve_device
 from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine
-from rollout_equality.extract import Extractor, load, resolve_device
+from rollout_equality.extract import Extractor, load
 from rollout_equality.io import atomic_path, progress
-from rollout_equality.records import analyse_inputs, write_records
+from rollout_equality.paths import MODEL_INFO
+from rollout_equality.records import TOKEN_SETS, analyse_inputs, write_records
 from rollout_equality.settings import Condition, Extraction
 
 log = logging.getLogger(__name__)
-
-
-def _versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for pkg in ("rollout-equality", "numpy", "torch", "transformers", "timm"):
-        try:
-            out[pkg] = importlib_metadata.version(pkg)
-        except importlib_metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 @contextlib.contextmanager
@@ -68,6 +59,7 @@ def measure_inputs(
     dataset: str,
     condition: Condition,
     batch_size: int,
+    threads: int,
     seed: int | None = None,
     dump_inputs: int = 0,
     overlap: bool = False,
@@ -84,15 +76,19 @@ def measure_inputs(
     inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``).
     Memory stays bounded by two batches of attention maps.
 
-    The analysis of a batch runs on ``workers`` threads (default: torch's thread count, which the
-    workflow sets to the rule's threads), one task per input and token set
-    (:func:`rollout_equality.records.analyse_inputs`); torch gets one thread while they run, so that
-    their rollout products do not each start a team of torch's threads. ``engine``: how the analysis computes
+    Threads, and what they decide: the forward pass runs on ``threads`` torch threads (on a CPU a reduction split
+    over another number of threads adds in another order, so the config fixes it: ``extraction.threads``). The
+    analysis of a batch runs on ``workers`` threads (default: the job's, ``os.cpu_count()`` capped by the thread
+    variables the job prelude sets), one task per input and token set (:func:`rollout_equality.records
+    .analyse_inputs`), with torch on one thread meanwhile, so that the rollout products each run on one thread:
+    the records are the same bit for bit for any number of workers (the compiled kernels give the same bits on
+    any number of threads; tests/test_extract.py checks the whole). ``engine``: how the analysis computes
     (:class:`rollout_equality.dobrushin.Engine`; the records are the same with every engine).
 
     ``overlap``: analyse batch k on those workers while batch k + 1 runs through the network. Meant for
-    a network on a GPU: torch keeps one CPU thread for the whole run (on a CPU the network then runs
-    on one thread beside the analysis). The records are the same, in the same order, either way.
+    a network on a GPU: torch keeps one CPU thread for the whole run (``threads`` is not used), which is the
+    CPU's share of a GPU's forward pass; :func:`measure` refuses it on a CPU, where it would change the forward
+    pass's thread count. The records are the same, in the same order, either way.
 
     ``batch_by_length``: when the extractor tells the inputs' sizes (``input_sizes``: text), form the
     batches of inputs sorted by size (stable), so that little of a batch is padding (on 200 segments
@@ -100,14 +96,14 @@ def measure_inputs(
     still come in input order; a float may differ from the input-order batches in its last bits, as
     any change of batch composition does (padding is removed per input).
     """
-    import torch
-
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1; got {batch_size}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1; got {threads}")
     if len(ids) != len(inputs):
         raise ValueError(f"{len(ids)} ids for {len(inputs)} inputs")
     if workers is None:
-        workers = torch.get_num_threads()
+        workers = job_threads()
     if workers < 1:
         raise ValueError(f"workers must be at least 1; got {workers}")
     order = batch_order(extractor, inputs) if batch_by_length else list(range(len(inputs)))
@@ -137,7 +133,8 @@ def measure_inputs(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="analyse") as pool:
         if not overlap:
             for picked in progress(batches, desc=f"{model} on {dataset}", unit="batch"):
-                batch = extractor([inputs[i] for i in picked])
+                with _torch_threads(threads):
+                    batch = extractor([inputs[i] for i in picked])
                 with _torch_threads(1):
                     collect(picked, batch, analyse_batch(picked, batch))
         else:
@@ -158,6 +155,103 @@ def measure_inputs(
     return layer_rows, rollout_rows, dump
 
 
+def job_threads() -> int:
+    """The threads this job may use: the count the job prelude gave torch (``OMP_NUM_THREADS``), else the CPUs."""
+    try:
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+    except (KeyError, ValueError):
+        return os.cpu_count() or 1
+
+
+ATTENTION = "eager, each layer head-averaged in float32 as it is produced, analysed in float64 on the CPU"
+
+
+def measure_and_write(
+    extractor: Extractor,
+    ids: list[str],
+    inputs: list[Any],
+    records: str | os.PathLike,
+    rollout: str | os.PathLike,
+    *,
+    model: str,
+    dataset: str,
+    model_record: dict[str, Any],
+    dataset_record: dict[str, Any],
+    condition: Condition,
+    device: str,
+    threads: int,
+    batch_size: int,
+    settings: dict[str, Any] | None = None,
+    seed: int | None = None,
+    overlap: bool = False,
+    batch_by_length: bool = False,
+    dump: str | os.PathLike | None = None,
+    dump_inputs: int = 0,
+    attention: str = ATTENTION,
+) -> dict[str, float]:
+    """Measure ``inputs`` (:func:`measure_inputs`) and write the layer records to ``records`` and the rollout records to
+    ``rollout`` (each atomically), with one provenance for every records file of the project: the model and data set
+    records as given, the condition's tolerances, the extraction (batching, ``settings`` such as the token limit,
+    the preprocessing the extractor reports, how attention was read), and what decides the bits
+    (:func:`rollout_equality.compute.provenance`: device, torch's threads, CPU code path, library versions). The
+    attention of the first ``dump_inputs`` inputs goes to ``dump`` (self-describing: the figures label the heatmap
+    from it). Returns the rates of the condition per token set and logs them."""
+    layer_rows, rollout_rows, dumped = measure_inputs(
+        extractor,
+        ids,
+        inputs,
+        model=model,
+        dataset=dataset,
+        condition=condition,
+        batch_size=batch_size,
+        threads=threads,
+        seed=seed,
+        dump_inputs=dump_inputs if dump else 0,
+        overlap=overlap,
+        batch_by_length=batch_by_length,
+    )
+    metadata = {
+        "model": model_record,
+        "dataset": dataset_record,
+        "condition": dataclasses.asdict(condition),
+        "extraction": {
+            "batch_size": batch_size,
+            "overlap": overlap,
+            "batch_by_length": batch_by_length,
+            **(settings or {}),
+            "attention": attention,
+            "preprocessing": getattr(extractor, "preprocessing", None),
+        },
+        "compute": provenance(device, threads=1 if overlap else threads),
+    }
+    if dump:
+        with atomic_path(dump) as tmp:
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, model=np.array(model), dataset=np.array(dataset), **dumped)
+    write_records(records, rollout, layer_rows, rollout_rows, metadata)
+    rates = {ts: float(np.mean([r["holds"] for r in layer_rows if r["token_set"] == ts])) for ts in TOKEN_SETS}
+    log.info(
+        "%s on %s: condition holds in %s of input-layer pairs",
+        model,
+        dataset,
+        " / ".join(f"{100 * rate:.1f}% ({ts})" for ts, rate in rates.items()),
+    )
+    return rates
+
+
+def resolve_overlap(overlap: bool | str, device: str) -> bool:
+    """``extraction.overlap`` for a run on ``device``: auto → on a CUDA device only; true on a CPU is refused (the
+    forward pass would run on one thread, not ``extraction.threads``, and give other bits)."""
+    if overlap == "auto":
+        return device.startswith("cuda")
+    if overlap and not device.startswith("cuda"):
+        raise ValueError(
+            f"extraction.overlap is true but the forward pass runs on {device}: overlapping runs it on one CPU thread, "
+            "which changes its bits and gains nothing on a CPU; set extraction.overlap to auto or false"
+        )
+    return bool(overlap)
+
+
 def measure(
     model_info: dict[str, Any],
     data_dir: str | os.PathLike,
@@ -169,10 +263,15 @@ def measure(
     extraction: Extraction,
     condition: Condition,
     dump_path: str | os.PathLike | None = None,
-) -> None:
+    model_rerun: str | None = None,
+) -> dict[str, float]:
     """Records of ``model`` on the prepared data set in ``data_dir``, read as ``extraction`` says and tested with
     the tolerances of ``condition``: layer records to ``out_path``, rollout records to ``rollout_path``, attention
-    of the first ``extraction.dump_inputs`` inputs to ``dump_path`` (none without it)."""
+    of the first ``extraction.dump_inputs`` inputs to ``dump_path`` (none without it). Returns the rates.
+
+    The model's files and every input are checked against what was recorded when they were prepared before the model
+    runs (a mismatch raises naming the file and what to run again: ``model_rerun``, or by default rule
+    prepare_model; no records are written)."""
     from rollout_equality.data import load_inputs, read_manifest
 
     manifest = read_manifest(data_dir)
@@ -180,71 +279,87 @@ def measure(
         raise ValueError(
             f"model {model!r} reads {model_info['modality']} but data set {dataset!r} holds {manifest['modality']}"
         )
+    check_model(
+        model_info,
+        rerun=model_rerun or f"prepare it again (snakemake --forcerun prepare_model {MODEL_INFO.format(model=model)})",
+    )
     ids, inputs, manifest = load_inputs(data_dir)
     device = resolve_device(extraction.device)
-    overlap = extraction.overlap
-    if overlap == "auto":  # analyse beside the network when the network is not on the CPU's cores
-        overlap = device.startswith("cuda")
-    batch_size = extraction.batch_size
+    overlap = resolve_overlap(extraction.overlap, device)
     extractor = load(model_info, device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend)
-    log.info("measuring %s on %s: %d inputs, batch %d, device %s", model, dataset, len(ids), batch_size, device)
-    layer_rows, rollout_rows, dump = measure_inputs(
-        extractor,
-        ids,
-        inputs,
-        model=model,
-        dataset=dataset,
-        condition=condition,
-        batch_size=batch_size,
-        dump_inputs=extraction.dump_inputs if dump_path else 0,
-        overlap=overlap,
-        batch_by_length=extraction.batch_by_length,
-    )
-    metadata = {
-        "model": _portable(model_info),
-        "dataset": {
-            "name": dataset,
-            "sha256": manifest.get("sha256"),
-            "n": manifest.get("n"),
-            "origin": {k: v for k, v in (manifest.get("origin") or {}).items() if k != "digests"},
-        },
-        "condition": dataclasses.asdict(condition),
-        "extraction": {
-            "device": device,
-            "batch_size": batch_size,
-            "overlap": overlap,
-            "batch_by_length": extraction.batch_by_length,
-            "max_tokens": extraction.max_tokens,
-            "attention": "eager, head-averaged in float32, analysed in float64",
-            "preprocessing": extractor.preprocessing,
-        },
-        "versions": _versions(),
-    }
-    if dump_path:  # self-describing: the figures label the heatmap from it
-        with atomic_path(dump_path) as tmp:
-            with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, model=np.array(model), dataset=np.array(dataset), **dump)
-    write_records(out_path, rollout_path, layer_rows, rollout_rows, metadata)
-    holds = {ts: np.mean([r["holds"] for r in layer_rows if r["token_set"] == ts]) for ts in ("content", "all")}
     log.info(
-        "%s on %s: condition holds in %.1f%% (content) / %.1f%% (all) of input-layer pairs",
+        "measuring %s on %s: %d inputs, batch %d, device %s, %d forward threads",
         model,
         dataset,
-        100 * holds["content"],
-        100 * holds["all"],
+        len(ids),
+        extraction.batch_size,
+        device,
+        extraction.threads,
+    )
+    import torch
+
+    try:
+        return measure_and_write(
+            extractor,
+            ids,
+            inputs,
+            out_path,
+            rollout_path,
+            model=model,
+            dataset=dataset,
+            model_record=model_record(model_info),
+            dataset_record={
+                "name": dataset,
+                "sha256": manifest.get("sha256"),
+                "n": manifest.get("n"),
+                "origin": {k: v for k, v in (manifest.get("origin") or {}).items() if k != "digests"},
+            },
+            condition=condition,
+            device=device,
+            threads=extraction.threads,
+            batch_size=extraction.batch_size,
+            settings={"max_tokens": extraction.max_tokens} if model_info["modality"] == "text" else None,
+            overlap=overlap,
+            batch_by_length=extraction.batch_by_length,
+            dump=dump_path,
+            dump_inputs=extraction.dump_inputs,
+        )
+    except torch.OutOfMemoryError as err:
+        raise RuntimeError(
+            f"{device} ran out of memory measuring {model} on {dataset} with extraction.batch_size "
+            f"{extraction.batch_size}: set extraction.batch_size lower (e.g. {max(1, extraction.batch_size // 2)}; "
+            "each input's attention is held one layer at a time, so memory grows with the batch), in config.yaml or "
+            "an overlay. More host memory (a retry with a larger mem_mb) does not help."
+        ) from err
+
+
+def check_model(model_info: dict[str, Any], rerun: str) -> None:
+    """Check a prepared model's files against what :func:`rollout_equality.models.prepare_model` recorded (each
+    file's size and modification time, and in full its SHA-256 when either changed): raises naming the first file
+    that is missing or differs, and ``rerun``, what to run again."""
+    from rollout_equality.models import ModifiedFileError, verify_files
+
+    what = f"model {model_info.get('name')!r}"
+    if "files" not in model_info:
+        raise ModifiedFileError(
+            f"{what}: its model.json records no files to check (it was prepared by an older version); {rerun}"
+        )
+    start = time.perf_counter()
+    hashed = verify_files(Path(model_info["path"]), model_info["files"], model_info.get("stamps", {}), what, rerun)
+    log.info(
+        "%s: %d files checked, %.1f MB hashed in %.2f s",
+        what,
+        len(model_info["files"]),
+        hashed / 1e6,
+        time.perf_counter() - start,
     )
 
 
-def _portable(model_info: dict[str, Any]) -> dict[str, Any]:
-    """``model_info`` for the records' provenance, its ``path`` relative to the working directory when inside it
-    (a prepared model under resources/): the same inputs then give the same record bytes in any project folder."""
-    info = dict(model_info)
-    if "path" in info:
-        try:
-            info["path"] = Path(info["path"]).resolve().relative_to(Path.cwd().resolve()).as_posix()
-        except ValueError:  # outside the project (an installed package's folder): kept as it is
-            pass
-    return info
+def model_record(model_info: dict[str, Any]) -> dict[str, Any]:
+    """``model_info`` (a ``model.json``) as the records' provenance: what was measured (source, revision, distribution
+    and version, every file's size and SHA-256), not where it lay on disk nor when (``path`` and the files'
+    ``stamps`` are left out), so that the same model gives the same record bytes in any folder and environment."""
+    return {k: v for k, v in model_info.items() if k not in ("path", "stamps")}
 
 
 def read_model_info(path: str | os.PathLike) -> dict[str, Any]:

@@ -52,6 +52,60 @@ def _ways_out(name: str) -> str:
     )
 
 
+def package_distribution(module_name: str) -> dict[str, str] | None:
+    """The installed distribution (name, version) that provides top-level module ``module_name``, or None."""
+    from importlib import metadata
+
+    names = metadata.packages_distributions().get(module_name.split(".")[0], [])
+    if not names:
+        return None
+    return {"name": names[0], "version": metadata.version(names[0])}
+
+
+def file_records(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """Every file under ``folder`` but hidden ones (a download's bookkeeping): (relative POSIX path → size and
+    SHA-256, relative path → modification time in ns as the file was hashed). The first is what a model's loader
+    may read, recorded as provenance; the second lets :func:`verify_files` skip reading an unchanged file."""
+    files, stamps = {}, {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if not path.is_file() or any(part.startswith(".") for part in rel.parts):
+            continue
+        stat = path.stat()
+        files[rel.as_posix()] = {"size": stat.st_size, "sha256": _sha256(path)}
+        stamps[rel.as_posix()] = stat.st_mtime_ns
+    return files, stamps
+
+
+class ModifiedFileError(RuntimeError):
+    """A prepared file is not what it was when it was prepared (missing, or other bytes)."""
+
+
+def verify_files(folder: Path, files: dict[str, dict[str, Any]], stamps: dict[str, int], what: str, rerun: str) -> int:
+    """Check that the files recorded by :func:`file_records` are still there with their bytes: a file whose size and
+    modification time are those recorded is taken as unchanged (not read); any other is hashed in full. Raises
+    :class:`ModifiedFileError` naming the first file that is missing or differs, and ``rerun`` (what to run again).
+    Returns how many bytes were hashed."""
+    hashed = 0
+    for name, rec in files.items():
+        path = folder / name
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            raise ModifiedFileError(f"{what}: {path} is missing; {rerun}") from None
+        if stat.st_size != rec["size"]:
+            raise ModifiedFileError(
+                f"{what}: {path} has {stat.st_size} bytes, not the {rec['size']} it had when prepared; {rerun}"
+            )
+        if stat.st_mtime_ns != stamps.get(name):
+            hashed += stat.st_size
+            if _sha256(path) != rec["sha256"]:
+                raise ModifiedFileError(
+                    f"{what}: {path} is not the file that was prepared (its SHA-256 differs); {rerun}"
+                )
+    return hashed
+
+
 def _sha256(path: Path) -> str:
     return hub.file_digest(path, "sha256").split(":", 1)[1]
 
@@ -180,16 +234,18 @@ def random_seed(info: dict[str, Any]) -> int | None:
 
 
 def load_transformers_model(path: str | os.PathLike, seed: int | None):
-    """A transformers model with eager attention: from ``path``'s weights, or (``seed`` given: a
+    """A transformers model with eager attention, in float32: from ``path``'s weights, or (``seed`` given: a
     ``random_init`` model) the configuration in ``path`` with weights drawn from ``torch.manual_seed(seed)``."""
     import torch
     import transformers
 
+    # float32 whatever the checkpoint's dtype (transformers 5 loads a half-precision checkpoint as half precision
+    # by default, whose softmax would then be half precision too)
     if seed is None:
-        return transformers.AutoModel.from_pretrained(path, attn_implementation="eager")
+        return transformers.AutoModel.from_pretrained(path, attn_implementation="eager", dtype=torch.float32)
     config = transformers.AutoConfig.from_pretrained(path)
     torch.manual_seed(seed)
-    return transformers.AutoModel.from_config(config, attn_implementation="eager")
+    return transformers.AutoModel.from_config(config, attn_implementation="eager", dtype=torch.float32)
 
 
 def load_timm_model(spec: dict[str, Any]):
@@ -268,6 +324,8 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
     elif "local" in spec:
         path = resolve_local(spec["local"])
         info.update(local=spec["local"])
+        if spec["local"].startswith("package:"):
+            info.update(distribution=package_distribution(spec["local"].removeprefix("package:")))
     elif "dist_zip" in spec:
         path, record = unpack_dist_zip(name, spec["dist_zip"], target / "dist_zip")
         info.update(dist_zip=record)
@@ -284,6 +342,7 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
         path = build_random(name, spec["random_init"], backend, modality, target / "random_init")
         info.update(random_init=spec["random_init"], weights="drawn at load from random_init.seed")
     info["path"] = str(Path(path).resolve())
+    info["files"], info["stamps"] = file_records(Path(path))
     write_json(manifest, info)
     log.info("model %s ready at %s", name, info["path"])
     return info

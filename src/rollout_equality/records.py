@@ -1,26 +1,17 @@
 """Records: the contract between measurement and reporting.
 
-One Parquet file per (model, dataset) with one row per (input, layer, token set),
+One Parquet file per (model, dataset) with one row per (input, layer, token set) (:data:`LAYER_SCHEMA`),
 and a companion rollout file (the workflow names it ``*.rollout.parquet``) with one row per
-(input, token set, depth).
+(input, token set, depth) (:data:`ROLLOUT_SCHEMA`). Every column's meaning is in :data:`COLUMNS`
+(docs/outputs.md is generated from the schemas and it).
 Tables and figures read only these files.
 
-Layer records (:data:`LAYER_SCHEMA`)
-    model, seed (the FT-Transformer's training seed; null for every other model), dataset, input_id,
-    layer (0-based), n_layers, token_set ("content":
-    special tokens removed and rows renormalised; "all": every token of the
-    input), n_tokens, and every field of
-    :class:`rollout_equality.dobrushin.ConditionResult`: holds, holds_direct,
-    kappa, kappa_half, bound, slack, n_max_pairs, witness_i, witness_j (-1: none;
-    indices into that token set's matrix).
-
-Rollout records (:data:`ROLLOUT_SCHEMA`)
-    model, seed, dataset, input_id, token_set, n_tokens, depth (rollout through
-    layers 0..depth), n_layers, kappa_rollout (κ of Π ½(I + A_l)),
-    product_kappa_half (Π κ(½(I + A_l))), product_bound (Π ½(1 + κ(A_l))).
-
-File metadata (key ``rollout_equality``) holds the run's provenance as JSON:
-model source and revision, data manifest hash, tolerances, device, versions.
+File metadata (key ``rollout_equality``) holds the run's provenance as JSON, the same fields for every records file
+(:func:`rollout_equality.measure.measure_and_write` writes them all): ``model`` (what was measured: its source,
+revision, distribution and version, every file's SHA-256; no path), ``dataset`` (name, manifest hash, count),
+``condition`` (the tolerances), ``extraction`` (batching, token limit, preprocessing, how attention was read) and
+``compute`` (what decides the bits: device, torch's threads, the CPU code path, library versions;
+:func:`rollout_equality.compute.provenance`).
 """
 
 from __future__ import annotations
@@ -86,6 +77,32 @@ ROLLOUT_SCHEMA = pa.schema(
         ("product_bound", pa.float64()),
     ]
 )
+
+
+COLUMNS = {
+    "model": "the model's name in the config (FT-Transformer: `ftt_seed<N>`)",
+    "seed": "the FT-Transformer's training seed; null for every other model",
+    "dataset": "the data set's name in the config (FT-Transformer: the table's)",
+    "input_id": "the input, as the data set's manifest names it",
+    "layer": "the layer, from 0",
+    "n_layers": "the model's number of layers",
+    "token_set": "`content`: the special tokens removed and the rows renormalised; `all`: every token of the input",
+    "n_tokens": "the tokens of the token set (the size n of the n × n matrix)",
+    "holds": "the equality condition holds: a mutually self-dominant pair of rows attains κ(A) (the characterisation)",
+    "holds_direct": "κ(½(I + A)) computed from its own entries equals ½(1 + κ(A)) within the tolerance",
+    "kappa": "κ(A), the largest total-variation distance between two rows",
+    "kappa_half": "κ(½(I + A)), computed directly",
+    "bound": "the bound ½(1 + κ(A))",
+    "slack": "bound − kappa_half (0 at equality)",
+    "n_max_pairs": "the pairs of rows attaining κ(A) within the tolerance (ties of the maximum)",
+    "witness_i": "where the condition holds, the pair of rows that shows it (rows of the token set's matrix; -1: none)",
+    "witness_j": "the other row of that pair",
+    "depth": "the rollout through layers 0 to depth",
+    "kappa_rollout": "κ of the rollout Π ½(I + A_l)",
+    "product_kappa_half": "the product Π κ(½(I + A_l)) of the layers' coefficients",
+    "product_bound": "the product bound Π ½(1 + κ(A_l))",
+}
+"""What each column of :data:`LAYER_SCHEMA` and :data:`ROLLOUT_SCHEMA` holds (each column once)."""
 
 
 def _checked(layers: np.ndarray, special: np.ndarray, model: str, input_id: str) -> tuple[np.ndarray, np.ndarray]:

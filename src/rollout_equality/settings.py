@@ -27,6 +27,8 @@ class Extraction:
     """``extraction:``: how attention is read (rule measure)."""
 
     device: str
+    threads: int
+    code_path: str
     batch_size: int
     max_tokens: int
     dump_inputs: int

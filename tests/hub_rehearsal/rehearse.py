@@ -6,7 +6,7 @@ By hand (a few minutes on 2 cores; outputs under DIR, never in the project's res
 
 builds the replicas (:mod:`replicas`), serves them with olah (:mod:`mirror`), writes
 DIR/config.yaml — the shipped config.yaml with only the revisions (the replicas' commits) and the
-sizes changed, plus one model added as a user would (dinov2-giant at ``main``) — and runs the
+sizes changed, plus one model added to its paper suite (dinov2-giant at ``main``, the entry of docs/configuration.md's overlay) — and runs the
 workflow in DIR with HF_ENDPOINT pointing at the mirror. The weights are random: the outputs
 prove loading, layout and plumbing, never the paper's numbers (DIR/REHEARSAL.md says so).
 """

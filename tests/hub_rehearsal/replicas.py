@@ -335,7 +335,7 @@ def timm_model(repo_id: str, *, depth: int = 12, heads: int = 12) -> dict[str, b
 
 
 # Every model repository of the paper suite and the dynamics target, plus dinov2-giant (a size the
-# suite does not list: the rehearsal adds it as a user would).
+# suite does not list: the rehearsal adds it to the paper suite of its copy of config.yaml).
 MODEL_REPLICAS: dict[str, Callable[[str], dict[str, bytes]]] = {
     "facebook/dinov2-small": lambda r: dinov2(r, layers=12, heads=6),
     "facebook/dinov2-base": lambda r: dinov2(r, layers=12, heads=12),

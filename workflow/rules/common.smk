@@ -3,12 +3,21 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+from snakemake.logging import logger
 from snakemake.utils import min_version, validate
 
 sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
 from rollout_equality import paper
 from rollout_equality.claims import baseline_claim
-from rollout_equality.config import check_references, claim_reasons, resolved_tables
+from rollout_equality.compute import uses_cuda
+from rollout_equality.config import (
+    check_references,
+    claim_reasons,
+    dropped_by_overlay,
+    model_kinds,
+    resolved_tables,
+)
 from rollout_equality.sources import needs_network, suite_sources
 
 min_version("9.0")
@@ -24,6 +33,19 @@ ABLATION = config["tabular"].get("ablation")
 ALBERT_SUITES = config["dynamics"]["albert"]["suites"]
 
 check_references(config)
+
+
+def config_file():
+    """The config file the Snakefile's ``configfile:`` read (overlays are merged into it), or None."""
+    overlays = {Path(f).resolve() for f in workflow.overwrite_configfiles}
+    files = [Path(f) for f in workflow.configfiles if Path(f).resolve() not in overlays]
+    return files[0] if files else None
+
+
+# An overlay that lists a suite replaces it (Snakemake replaces lists): say so when a suite lost experiments.
+if workflow.is_main_process and config_file() is not None:
+    for message in dropped_by_overlay(yaml.safe_load(config_file().read_text()), config):
+        logger.warning(f"Warning: {message}")
 
 
 # --- where every file goes: rollout_equality.paths states each path template and output key once ---------

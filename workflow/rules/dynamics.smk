@@ -50,12 +50,14 @@ rule unroll_albert:
         benchmark_path("unroll_albert/{model}/{dataset}.tsv")
     conda:
         "../../envs/workflow.yaml"
-    threads: 2
+    threads: config["extraction"]["threads"]  # torch's threads for the forward passes: they decide the bits
     resources:
         mem_mb=8000,
     params:
         albert=config["dynamics"]["albert"],
         condition=config["condition"],
+        threads=config["extraction"]["threads"],
+        code_path=config["extraction"]["code_path"],
     script:
         "../scripts/unroll_albert.py"
 

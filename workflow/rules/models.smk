@@ -78,10 +78,10 @@ rule measure:
         benchmark_path("measure/{model}/{dataset}.tsv")
     conda:
         "../../envs/workflow.yaml"
-    threads: 2
+    threads: config["extraction"]["threads"]  # the forward pass's; the analysis uses the job's (set-threads may raise them)
     resources:
         mem_mb=16000,
-        gpu=lambda w: 1 if config["extraction"]["device"] != "cpu" else 0,
+        gpu=lambda w: int(uses_cuda(config["extraction"]["device"])),
     params:
         extraction=config["extraction"],
         condition=config["condition"],

@@ -65,6 +65,8 @@ rule write_suite_figures:
         "../../envs/workflow.yaml"
     params:
         heatmaps=lambda w: heatmap_count(w.suite),
+        kinds=model_kinds(MODELS),
+        claims=config["claims"],
     script:
         "../scripts/write_suite_figures.py"
 

@@ -53,7 +53,7 @@ rule train_ftt:
     threads: lambda w: TABLES[w.tabular]["training"]["threads"]  # the scheduler's share; torch uses exactly these
     resources:
         mem_mb=8000,
-        gpu=lambda w: 0 if config["tabular"]["training"]["device"] == "cpu" else 1,
+        gpu=lambda w: int(uses_cuda(TABLES[w.tabular]["training"]["device"])),
     params:
         training=lambda w: TABLES[w.tabular]["training"],
         binary_head=lambda w: TABLES[w.tabular]["recipe"]["binary_head"],
@@ -77,6 +77,8 @@ rule measure_ftt:
     conda:
         "../../envs/workflow.yaml"
     threads: lambda w: TABLES[w.tabular]["training"]["threads"]
+    resources:
+        gpu=lambda w: int(uses_cuda(TABLES[w.tabular]["training"]["device"])),
     params:
         n_inputs=config["tabular"]["n_inputs"],
         training=lambda w: TABLES[w.tabular]["training"],

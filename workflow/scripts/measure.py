@@ -6,7 +6,7 @@ import _checkout  # noqa: F401  (this checkout's library first)
 
 from rollout_equality.job import prelude
 
-prelude(snakemake.threads)  # offline, thread counts: before the library's imports
+prelude(snakemake.threads, snakemake.params.extraction["code_path"])  # offline, threads, CPU code path: first
 
 from rollout_equality.io import logging_to
 from rollout_equality.measure import measure, read_model_info

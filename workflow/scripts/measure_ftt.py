@@ -4,9 +4,9 @@ import _checkout  # noqa: F401  (this checkout's library first)
 
 from rollout_equality.job import prelude
 
-prelude(snakemake.params.training["threads"])  # offline, thread counts: before the library's imports
+prelude(snakemake.params.training["threads"], snakemake.params.training["code_path"])  # offline, threads, code path
 
-from rollout_equality.extract import resolve_device
+from rollout_equality.compute import resolve_device
 from rollout_equality.ftt import measure_ftt
 from rollout_equality.io import logging_to
 from rollout_equality.settings import Condition, from_section
@@ -22,5 +22,6 @@ with logging_to(snakemake.log[0]):
         out.rollout,
         n_inputs=snakemake.params.n_inputs,
         device=resolve_device(snakemake.params.training["device"]),
+        threads=snakemake.params.training["threads"],
         condition=from_section(Condition, snakemake.params.condition),
     )

@@ -4,9 +4,9 @@ import _checkout  # noqa: F401  (this checkout's library first)
 
 from rollout_equality.job import prelude
 
-prelude(snakemake.params.training["threads"])  # offline, thread counts: before the library's imports
+prelude(snakemake.params.training["threads"], snakemake.params.training["code_path"])  # offline, threads, code path
 
-from rollout_equality.extract import resolve_device
+from rollout_equality.compute import resolve_device
 from rollout_equality.ftt import train_ftt
 from rollout_equality.io import logging_to
 

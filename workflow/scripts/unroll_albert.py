@@ -4,7 +4,7 @@ import _checkout  # noqa: F401  (this checkout's library first)
 
 from rollout_equality.job import prelude
 
-prelude(snakemake.threads)  # offline, thread counts: before the library's imports
+prelude(snakemake.params.threads, snakemake.params.code_path)  # offline, extraction.threads and code_path: first
 
 from rollout_equality.dynamics.albert import unroll_albert
 from rollout_equality.io import logging_to

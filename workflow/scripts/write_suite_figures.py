@@ -15,5 +15,7 @@ with logging_to(snakemake.log[0]):
         list(snakemake.input.rollout),
         list(snakemake.input.dumps),
         dict(snakemake.output.items()),
+        kinds=snakemake.params.kinds,
+        claims=snakemake.params.claims,
         heatmaps=snakemake.params.heatmaps,
     )

@@ -184,22 +184,53 @@ def prepare_data(name: str, spec: dict[str, Any], out_dir: str | os.PathLike) ->
     return prepare_images(name, spec, out_dir)
 
 
+class ModifiedInputError(RuntimeError):
+    """A prepared input is not what its manifest records (missing, unreadable or other content)."""
+
+
 def load_inputs(data_dir: str | os.PathLike) -> tuple[list[str], list[Any], dict[str, Any]]:
-    """The prepared inputs of a data set: (ids, inputs, manifest); inputs are strings or PIL images."""
+    """The prepared inputs of a data set: (ids, inputs, manifest); inputs are strings or PIL images (RGB).
+
+    Every input is checked against the SHA-256 its manifest records (of the text's UTF-8 bytes, of an image's RGB
+    pixels) before anything is measured: a missing, unreadable or edited input raises :class:`ModifiedInputError`
+    naming the file and the rule to rerun, so that records never claim a manifest their inputs do not match."""
     manifest = read_manifest(data_dir)
     data_dir = Path(data_dir)
+    rerun = (
+        f"prepare the data set again (snakemake --forcerun prepare_data {data_dir / 'manifest.json'}, "
+        f"or delete {data_dir})"
+    )
     ids = [it["id"] for it in manifest["items"]]
     if manifest["modality"] == "text":
+        path = data_dir / "segments.jsonl"
         by_id = {}
-        with open(data_dir / "segments.jsonl", encoding="utf-8") as fh:
-            for line in fh:
-                rec = json.loads(line)
-                by_id[rec["id"]] = rec["text"]
-        return ids, [by_id[i] for i in ids], manifest
+        try:
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    rec = json.loads(line)
+                    by_id[rec["id"]] = rec["text"]
+        except (OSError, ValueError, KeyError) as err:
+            raise ModifiedInputError(f"{path} cannot be read as the prepared segments ({err}); {rerun}") from err
+        texts = []
+        for item in manifest["items"]:
+            text = by_id.get(item["id"])
+            if text is None or sha256_bytes(text.encode()) != item["sha256"]:
+                what = "is missing from" if text is None else "differs from the text prepared in"
+                raise ModifiedInputError(f"segment {item['id']} {what} {path}; {rerun}")
+            texts.append(text)
+        return ids, texts, manifest
+    import numpy as np
     from PIL import Image
 
     images = []
-    for it in manifest["items"]:
-        with Image.open(data_dir / it["file"]) as im:
-            images.append(im.convert("RGB"))
+    for item in manifest["items"]:
+        path = data_dir / item["file"]
+        try:
+            with Image.open(path) as im:
+                image = im.convert("RGB")
+        except OSError as err:  # missing, truncated or not an image
+            raise ModifiedInputError(f"{path} cannot be read as an image ({err}); {rerun}") from err
+        if sha256_bytes(np.asarray(image).tobytes()) != item["sha256"]:
+            raise ModifiedInputError(f"{path} is not the image that was prepared (its pixels differ); {rerun}")
+        images.append(image)
     return ids, images, manifest

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rollout_equality.compute import resolve_device
 from rollout_equality.schema import choices
 
 
@@ -31,18 +32,22 @@ class Extractor(Protocol):
 
 
 class NoAttentionError(RuntimeError):
-    """The model returned no attention probabilities."""
+    """The model returned no attention probabilities, or none of the shape the condition is tested on."""
 
 
-def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; anything else is used as given."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {device!r} was asked for, but torch sees no CUDA GPU; use device: cpu or auto")
-    return device
+def square_attention(probs: Any, batch: int, model: str, module: str):
+    """``probs``, checked to be one full square attention matrix per input and head: a (batch, heads, n, n) tensor.
+    Raises :class:`NoAttentionError` naming what ``module`` of ``model`` returned instead (windowed attention such as
+    Swin's gives (batch · windows, heads, w², w²); pooled or cross-attention a rectangle)."""
+    shape = tuple(getattr(probs, "shape", ()))
+    if len(shape) == 4 and shape[0] == batch and shape[2] == shape[3]:
+        return probs
+    what = "nothing" if probs is None else f"shape {shape}" if shape else type(probs).__name__
+    raise NoAttentionError(
+        f"{model}: {module} returned {what} for a batch of {batch}, not one square (batch, heads, n, n) attention "
+        "matrix per layer over the input's tokens; the condition is tested on full self-attention only (windowed, "
+        "pooled and cross-attention are not supported)"
+    )
 
 
 def load(info: dict, device: str, *, max_tokens: int | None = None, image_backend: str | None = None) -> Extractor:

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from rollout_equality.extract import NoAttentionError
+from rollout_equality.compute import exact_float32
+from rollout_equality.extract import NoAttentionError, square_attention
 
 
 def save_timm(model: torch.nn.Module, architecture: str, out_dir: str | Path, model_args: dict | None = None) -> None:
@@ -55,17 +56,31 @@ class TimmExtractor:
         (:func:`rollout_equality.models.load_timm_model`); else the weights in ``path``."""
         import timm
         import timm.data
-        from timm.utils import AttentionExtract
 
         from rollout_equality.models import load_timm_model
 
         self.path, self.device = path, device
-        self.model = (load_timm(path) if random_init is None else load_timm_model(random_init)).to(device).eval()
-        for module in self.model.modules():  # the softmax exists only on the unfused path
+        exact_float32()
+        model = load_timm(path) if random_init is None else load_timm_model(random_init)
+        self.model = model.float().to(device).eval()
+        # The softmax exists only on the unfused path; each block's attention dropout receives the probabilities
+        # (identity in eval mode), so a hook on it reads them as the block produces them.
+        self.attention_modules = []
+        for name, module in self.model.named_modules():
             if hasattr(module, "fused_attn"):
                 module.fused_attn = False
-        self.extract = AttentionExtract(self.model, method="fx")
-        self.n_layers = len(self.extract.names) if hasattr(self.extract, "names") else None
+                drop = getattr(module, "attn_drop", None)
+                if not isinstance(drop, torch.nn.Module):
+                    raise NoAttentionError(
+                        f"{path}: its attention module {name} ({type(module).__name__}) has no attn_drop to read the "
+                        "probabilities at"
+                    )
+                self.attention_modules.append(drop)
+        if not self.attention_modules:
+            raise NoAttentionError(
+                f"{path}: no timm attention module (with fused_attn) found in {type(model).__name__}"
+            )
+        self.n_layers = len(self.attention_modules)
         self.n_special = int(getattr(self.model, "num_prefix_tokens", 1))
         config = timm.data.resolve_data_config({}, model=self.model)
         img_size = getattr(getattr(self.model, "patch_embed", None), "img_size", None)
@@ -80,11 +95,23 @@ class TimmExtractor:
     @torch.inference_mode()
     def __call__(self, images: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
         pixels = torch.stack([self.transform(im.convert("RGB")) for im in images]).to(self.device)
-        captured = self.extract(pixels)
-        if not captured:
-            raise NoAttentionError(f"{self.path}: no attention softmax was captured")
-        avg = torch.stack([a.float().mean(dim=1) for a in captured.values()], dim=1).cpu().numpy()
-        self.n_layers = avg.shape[1]
+        layers: list[torch.Tensor] = []
+
+        def capture(module, args, output):
+            probs = square_attention(output, len(images), self.path, f"{type(module).__name__} of an attention block")
+            layers.append(probs.float().mean(dim=1))
+
+        handles = [m.register_forward_hook(capture) for m in self.attention_modules]
+        try:
+            self.model(pixels)
+        finally:
+            for handle in handles:
+                handle.remove()
+        if len(layers) != self.n_layers:
+            raise NoAttentionError(f"{self.path}: {len(layers)} attention maps captured for {self.n_layers} blocks")
+        avg = torch.stack(layers, dim=1).cpu().numpy()
+        if avg.shape[-1] <= self.n_special:
+            raise NoAttentionError(f"{self.path}: {avg.shape[-1]} tokens, {self.n_special} of them prefix tokens")
         special = np.zeros(avg.shape[-1], dtype=bool)
         special[: self.n_special] = True  # CLS (and distillation / register) tokens precede the patches
         return [(avg[b], special.copy()) for b in range(len(images))]

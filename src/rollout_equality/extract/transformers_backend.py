@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 
-from rollout_equality.extract import NoAttentionError
+from rollout_equality.compute import exact_float32
+from rollout_equality.extract import NoAttentionError, square_attention
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +23,31 @@ def head_average(attentions: tuple[torch.Tensor, ...] | list[torch.Tensor], mode
             'attn_implementation="eager" (SDPA and flash attention return none)'
         )
     return torch.stack([a.float().mean(dim=1) for a in attentions], dim=1)
+
+
+def attention_modules(model: torch.nn.Module) -> list[tuple[torch.nn.Module, int]] | None:
+    """(module, index) of every module whose output tuple holds a layer's attention probabilities at ``index``, in
+    the order the forward pass runs them: the modules transformers itself records ``attentions`` from (the model
+    class's ``_can_record_outputs``), or None for a model that does not declare them (its attentions are then read
+    from ``output_attentions=True``)."""
+    specs = (getattr(type(model), "_can_record_outputs", None) or {}).get("attentions")
+    if specs is None:
+        return None
+    found = []
+    for spec in specs if isinstance(specs, list) else [specs]:
+        if isinstance(spec, type):
+            target, index, class_name, layer_name = spec, 1, None, None
+        elif isinstance(spec, str):
+            target, index, class_name, layer_name = None, 1, spec, None
+        else:  # transformers' OutputRecorder
+            target, index, class_name, layer_name = spec.target_class, spec.index, spec.class_name, spec.layer_name
+        for name, module in model.named_modules():
+            matches = (target is not None and isinstance(module, target)) or (
+                class_name is not None and name.endswith(class_name)
+            )
+            if matches and (layer_name is None or f".{layer_name.strip('.')}." in f".{name}."):
+                found.append((module, index))
+    return found or None
 
 
 def special_token_count(model: torch.nn.Module) -> int | None:
@@ -57,12 +84,14 @@ class TransformersExtractor:
         from rollout_equality.models import load_transformers_model
 
         self.path, self.modality, self.device, self.max_tokens = path, modality, device, max_tokens
+        exact_float32()
         self.model = load_transformers_model(path, seed)
         self.model.to(device).eval()
         if self.model.config._attn_implementation != "eager":
             raise NoAttentionError(
                 f"{path}: attention implementation is {self.model.config._attn_implementation!r}, not eager"
             )
+        self.attention_modules = attention_modules(self.model)
         self.n_layers = (
             self.model.config.num_hidden_layers
             if hasattr(self.model.config, "num_hidden_layers")
@@ -112,6 +141,28 @@ class TransformersExtractor:
         :meth:`input_sizes` counts what :meth:`_text` runs."""
         return self.tokenizer(list(texts), truncation=True, max_length=self.max_length, **kwargs)
 
+    def _attention(self, model_inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Head-averaged attention of every layer, (B, L, N, N) float32 on the device. Each layer's (B, H, N, N)
+        probabilities are averaged as the layer produces them (hooks on the modules of :func:`attention_modules`),
+        so that one layer's full attention at a time is held, not every layer's; a model without such modules
+        returns all of them at the end (``output_attentions=True``)."""
+        if self.attention_modules is None:
+            return head_average(self.model(**model_inputs, output_attentions=True).attentions, self.path)
+        batch = next(iter(model_inputs.values())).shape[0]
+        layers: list[torch.Tensor] = []
+
+        def capture(module, args, output, index):
+            probs = output[index] if isinstance(output, (tuple, list)) else None
+            layers.append(square_attention(probs, batch, self.path, type(module).__name__).float().mean(dim=1))
+
+        handles = [m.register_forward_hook(partial(capture, index=i)) for m, i in self.attention_modules]
+        try:
+            self.model(**model_inputs)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return head_average(layers, self.path) if not layers else torch.stack(layers, dim=1)
+
     @torch.inference_mode()
     def __call__(self, inputs: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
         return self._text(inputs) if self.modality == "text" else self._images(inputs)
@@ -119,8 +170,7 @@ class TransformersExtractor:
     def _text(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         enc = self._tokenize(texts, padding=True, return_special_tokens_mask=True, return_tensors="pt")
         model_inputs = {k: v.to(self.device) for k, v in enc.items() if k in self.tokenizer.model_input_names}
-        out = self.model(**model_inputs, output_attentions=True)
-        avg = head_average(out.attentions, self.path)
+        avg = self._attention(model_inputs)
         results = []
         for b in range(len(texts)):
             keep = enc["attention_mask"][b].bool()
@@ -132,8 +182,7 @@ class TransformersExtractor:
 
     def _images(self, images: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
         pixels = self.processor(images=list(images), return_tensors="pt")["pixel_values"].to(self.device)
-        out = self.model(pixel_values=pixels, output_attentions=True)
-        avg = head_average(out.attentions, self.path)
+        avg = self._attention({"pixel_values": pixels})
         n = avg.shape[-1]
         n_patches = (pixels.shape[-2] // self.patch_size) * (pixels.shape[-1] // self.patch_size)
         if n - n_patches != self.n_special:

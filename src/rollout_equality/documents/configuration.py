@@ -1,0 +1,193 @@
+"""docs/configuration.md: every key of the config's schema with its type, default and description.
+
+:func:`rows` walks the schema: a mapping's keys, the entries of a mapping of named entries (``<name>``), the
+items of a list (``[]``), with ``$ref`` and ``allOf`` merged in; a shared definition is spelled out at its first place and referred to after.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePosixPath
+from typing import NamedTuple
+
+import yaml
+
+from rollout_equality.documents.fill import COMMAND
+from rollout_equality.documents.wording import and_, cell, markdown_table
+from rollout_equality.schema import SCHEMA
+
+
+class Row(NamedTuple):
+    """One key of the schema as its table shows it (Markdown: the key and default in backquotes)."""
+
+    key: str
+    type: str
+    default: str  # the default, "required", or empty
+    description: str
+
+
+def resolve(node: dict, defs: dict) -> dict:
+    """``node`` with its ``$ref`` (and ``allOf`` parts) merged in; the node's own keys win."""
+    merged: dict = {}
+    if "$ref" in node:
+        merged.update(resolve(defs[node["$ref"].rsplit("/", 1)[1]], defs))
+    for part in node.get("allOf", []):
+        part = resolve(part, defs)
+        if "properties" in part:
+            merged.setdefault("properties", {}).update(part["properties"])
+        if "required" in part:
+            merged["required"] = [*merged.get("required", []), *part["required"]]
+        merged.update({k: v for k, v in part.items() if k not in ("properties", "required", "if", "then")})
+    merged.update({k: v for k, v in node.items() if k not in ("$ref", "allOf")})
+    return merged
+
+
+def type_of(node: dict, defs: dict) -> str:
+    """The type of ``node`` as the table reads it: ``integer``, `` `"a"` | `"b"` ``, ``list of string``,
+    ``mapping of number``, ``string or null``."""
+    node = resolve(node, defs)
+    if "const" in node:
+        return f"`{json.dumps(node['const'])}`"
+    if "enum" in node:
+        return " | ".join(f"`{v if isinstance(v, str) else json.dumps(v)}`" for v in node["enum"])
+    alternatives = node.get("oneOf", node.get("anyOf", []))
+    if alternatives and all(any(k in alt for k in ("type", "const", "enum", "$ref")) for alt in alternatives):
+        return " or ".join(type_of(alt, defs) for alt in alternatives)
+    kind = node.get("type", "object" if "properties" in node else "any")
+    if isinstance(kind, list):
+        return " or ".join(kind)
+    if kind == "array" and "items" in node:
+        return f"list of {type_of(node['items'], defs)}"
+    if kind == "object" and isinstance(node.get("additionalProperties"), dict):
+        inner = resolve(node["additionalProperties"], defs)
+        return "mapping" if "properties" in inner else f"mapping of {type_of(inner, defs)}"
+    return kind
+
+
+def rows(node: dict, path: str, defs: dict, required: bool = False, seen: dict | None = None) -> list[Row]:
+    """The row of ``node`` (at key ``path``) and of every key below it. ``seen``: the shared definitions already
+    spelled out, by ``$ref``, and where (a later one is referred to them)."""
+    seen = {} if seen is None else seen
+    ref = node.get("$ref")
+    resolved = resolve(node, defs)
+    default = f"`{json.dumps(resolved['default'], ensure_ascii=False)}`" if "default" in resolved else ""
+    row = Row(
+        f"`{path}`",
+        type_of(resolved, defs),
+        default or ("required" if required else ""),
+        resolved.get("description", ""),
+    )
+    if ref and "properties" in resolved and ref in seen:
+        return [row._replace(description=f"{row.description} As `{seen[ref]}`.".strip())]
+    if ref:
+        seen[ref] = path
+    out = [row]
+    for key, child in resolved.get("properties", {}).items():
+        out += rows(child, f"{path}.{key}", defs, key in resolved.get("required", []), seen)
+    extra = resolved.get("additionalProperties")
+    if isinstance(extra, dict) and has_keys(extra, defs):
+        out += rows(extra, f"{path}.<name>", defs, False, seen)
+    items = resolved.get("items")
+    if isinstance(items, dict) and has_keys(items, defs):
+        item = rows(items, f"{path}[]", defs, False, seen)
+        out += item[1:] or item  # the keys of an item (the list's own row says what an item is)
+    return out
+
+
+def has_keys(node: dict, defs: dict) -> bool:
+    """Whether ``node`` has keys of its own to document: a mapping with properties, or a list of such mappings."""
+    node = resolve(node, defs)
+    return "properties" in node or (isinstance(node.get("items"), dict) and has_keys(node["items"], defs))
+
+
+def configuration_md(schema: dict | None = None) -> str:
+    """docs/configuration.md: one section per top-level key of ``schema`` (the config's schema when None), a table of
+    every key below it."""
+    schema = yaml.safe_load(SCHEMA.read_text()) if schema is None else schema
+    defs = schema.get("$defs", {})
+    seen: dict[str, str] = {}
+    out = [
+        "# Configuration",
+        "",
+        f"<!-- Generated by {COMMAND} from workflow/schemas/config.schema.yaml; do not edit. -->",
+        "",
+        f"{schema['description']} `config.yaml` is validated against `workflow/schemas/config.schema.yaml` before "
+        "every run: an unknown or misspelled key or a wrong type stops the run with a message that names it. The "
+        "schema holds the default of every optional key (filled in before a run; the library has no defaults of its "
+        "own), and `rollout_equality.config.check_references` then checks that every name refers to a defined entry "
+        "(experiments, tables, ALBERT runs, the subjects of the claims). Your own values, models and suites go in a "
+        "file of your own merged into config.yaml, an overlay ([Overlays](#overlays-your-own-values-models-and-suites)).",
+        "",
+        "`<name>` stands for a name you choose and `[]` for each item of a list; *required* marks a key without a "
+        "default that must be given.",
+        "",
+    ]
+    for key, node in schema["properties"].items():
+        node = resolve(node, defs)
+        out += [f"## `{key}`", "", cell(node.get("description", "")), ""]
+        out += markdown_table(Row._fields, rows(node, key, defs, key in schema.get("required", []), seen)[1:])
+        out.append("")
+    return "\n".join(out + [ADDING.replace("SUITE_FOLDERS", suite_folders())])
+
+
+def suite_folders() -> str:
+    """The folders of a suite's tables and figures (rollout_equality.paths), for a suite ``<name>``."""
+    from rollout_equality.paths import SUITE_FIGURES, SUITE_TABLES
+
+    folders = dict.fromkeys(
+        str(PurePosixPath(p.format(suite="<name>")).parent) + "/"
+        for p in (SUITE_TABLES["claims"], SUITE_TABLES["tex_claims"], SUITE_FIGURES["depth_png"])
+    )
+    return and_([f"`{f}`" for f in folders])
+
+
+ADDING = """## Overlays: your own values, models and suites
+
+An overlay is a YAML file of your own, given with `--configfile` and merged into config.yaml as Snakemake merges
+config files: a mapping key by key, a list replaced whole. This one changes the random baseline's seed and trials
+(its sizes stay config.yaml's), adds a model, and measures it in a suite of its own beside the shipped ones:
+
+```yaml
+# my.yaml
+baseline: {seed: 1, trials: 2000}
+models:
+  dinov2_giant: {backend: transformers, modality: image, hub: {id: facebook/dinov2-giant, revision: main}}
+suites:
+  mine:
+    - {model: dinov2_giant, dataset: imagenet_val}
+```
+
+```bash
+.venv/bin/snakemake --configfile my.yaml --cores N suite_mine   # the baseline and the suite mine
+```
+
+The target of a suite `<name>` is `suite_<name>` (`suite_paper` is `all`, `suite_offline` is `offline`); its tables
+and figures go to SUITE_FOLDERS. A new model belongs in a suite of its own, because
+lists are replaced: an overlay that lists `suites: {paper: [...]}` makes that list the whole paper suite (one
+experiment instead of config.yaml's), and the run then warns, naming what the overlay left out of the shipped suite
+(and the same for `tabular.suites`). `--configfile` takes every word after it as a file: give the targets before it,
+or another option after it, as above. `--config` on the command line sets a top-level key only and reads a nested
+value as text (a seed of 1 arrives as the string "1", which the schema refuses): put values in an overlay. A
+`revision: main` is resolved at download and recorded; pin the commit it logs. The rehearsal adds this model, the same
+entry, to the paper suite of its copy of config.yaml.
+
+## Adding a claim
+
+To set a model that is not one of the paper's beside a claim, name it under the claim's `out_of_sample`
+(it gets rows, labelled out of sample, wherever a suite measures it):
+
+```yaml
+claims:
+  content:
+    out_of_sample: {minilm: all-MiniLM-L6-v2, mpnet: all-mpnet-base-v2, my_model: what it is}
+```
+
+A new claim is one more entry under `claims:` (`kind`, `text`, `subjects`, `range`, and `token_set` where
+its kind needs one). Renaming a model means renaming it in its claims too: a subject that names no model
+or table stops the run, naming the claim.
+
+With conda (`snakemake --sdm conda`), every rule runs in the one environment of `envs/workflow.yaml`; Snakemake
+creates it and runs `envs/workflow.post-deploy.sh` in it, which installs the data wheels without their dependencies.
+tests/test_conda_envs.py checks the environment against the scripts' imports and pyproject; conda itself does not
+run in the tests.
+"""

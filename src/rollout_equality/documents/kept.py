@@ -1,0 +1,128 @@
+"""Where the documents and the outputs they are filled from are kept, and ``--copy``: bringing a run's outputs there.
+
+docs/offline/ keeps the files of a run of each target of :data:`COPIED` with the default config (the offline suite,
+the offline dynamics study) and one table of that run's snakemake benchmarks; docs/ftt_ablation/ keeps the recipe
+ablation's tables. The documents read only these, config.yaml and the libraries, never results/.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from rollout_equality import paths
+from rollout_equality.schema import CONFIG
+
+REPO = CONFIG.parent
+"""The checkout whose documents these are."""
+DOCS = REPO / "docs"
+OFFLINE = DOCS / "offline"
+DYNAMICS = OFFLINE / "dynamics"
+ABLATION = DOCS / "ftt_ablation"
+PAPER_SUITE = "paper"  # the suite docs/reproducing-the-paper.md describes
+KEPT_SUITE = "offline"  # the suite (and the dynamics study's ALBERT run) whose outputs docs/offline/ keeps
+
+COPIED = {  # target -> {path under docs/offline/: the file of a run of that target (rollout_equality.paths)}
+    "offline": {
+        **{f"{name}.png": paths.SUITE_FIGURES[f"{name}_png"] for name in ("depth", "slack", "rollout")},
+        "baseline_rate.png": paths.BASELINE_FIGURE.format(ext="png"),
+        "heatmap.png": paths.SUITE_FIGURES["heatmap_png"],
+        "random_baseline.csv": paths.BASELINE_CSV,
+        "model_rates.csv": paths.SUITE_TABLES["rates"],
+        "depth_rates.csv": paths.SUITE_TABLES["depth"],
+        "ftt_scores.csv": paths.FTT_SCORES,
+        "special_tokens.csv": paths.SUITE_TABLES["special"],
+    },
+    "dynamics_offline": {
+        "dynamics/simulations.csv": paths.SIMULATION_REPORT["summary"],
+        **{f"dynamics/{name}.csv": paths.SIMULATIONS[name] for name in ("stability", "basin", "beta_sweep")},
+        "dynamics/albert_steps.csv": paths.ALBERT_REPORT["steps"],
+        "dynamics/albert.json": paths.ALBERT_INFO,
+    },
+}
+BENCHMARKS = {  # target -> {its rules' benchmark files under results/benchmarks/, as the rules name them: whose runs}
+    "offline": {
+        "random_baseline.tsv": "one",
+        "measure/{model}/{dataset}.tsv": "experiments",
+        "train_ftt/{tabular}/seed{seed}.tsv": "tables",
+    },
+    "dynamics_offline": {"simulate_dynamics.tsv": "one", "unroll_albert/{model}/{dataset}.tsv": "albert"},
+}
+BENCHMARK_CSV = {"offline": "benchmarks.csv", "dynamics_offline": "dynamics/benchmarks.csv"}  # under docs/offline/
+
+
+def read_config() -> dict:
+    """config.yaml as written (no defaults filled in)."""
+    return yaml.safe_load(CONFIG.read_text())
+
+
+def load_config() -> dict:
+    """config.yaml as a run sees it: validated against the schema, every default filled in, references checked."""
+    from rollout_equality.cli import load_config as load
+
+    return load([str(CONFIG)])
+
+
+def _wildcards(config: dict, runs: str) -> list[dict]:
+    """The wildcards of each run of the kept suite of kind ``runs`` (:data:`BENCHMARKS`): its experiments, its
+    tables and their seeds, its ALBERT run, or the one run of a rule without wildcards."""
+    if runs == "experiments":
+        return [{"model": e["model"], "dataset": e["dataset"]} for e in config["suites"][KEPT_SUITE]]
+    if runs == "tables":
+        tabular = config["tabular"]
+        return [
+            {"tabular": t, "seed": seed}
+            for t in tabular["suites"].get(KEPT_SUITE, [])
+            for seed in tabular["datasets"][t].get("seeds", tabular["seeds"])
+        ]
+    if runs == "albert":
+        albert = config["dynamics"]["albert"]["suites"][KEPT_SUITE]
+        return [{"model": albert["model"], "dataset": albert["dataset"]}]
+    return [{}]
+
+
+def run_files(target: str, config: dict) -> tuple[dict[str, str], list[str]]:
+    """The files a run of ``target`` with ``config`` (as written) leaves, relative to its checkout: the kept ones,
+    by their name under docs/offline/, and its benchmark files."""
+    (albert,) = _wildcards(config, "albert")
+    files = {name: path.format(suite=KEPT_SUITE, **albert) for name, path in COPIED[target].items()}
+    benchmarks = [
+        paths.benchmark_path(pattern.format(**wildcards))
+        for pattern, runs in BENCHMARKS[target].items()
+        for wildcards in _wildcards(config, runs)
+    ]
+    return files, benchmarks
+
+
+def copy_kept(target: str, source: Path, offline: Path = OFFLINE) -> None:
+    """Copy the kept outputs of ``target`` (:data:`COPIED`, :data:`BENCHMARKS`) from a checkout ``source`` that ran
+    it with the default config into ``offline``; nothing is copied when one of them is missing."""
+    files, benchmarks = run_files(target, read_config())
+    missing = [str(source / path) for path in [*files.values(), *benchmarks] if not (source / path).is_file()]
+    if missing:
+        raise SystemExit(f"missing (run `snakemake --cores 2 {target}` there first): {', '.join(missing)}")
+    for name, path in files.items():
+        (offline / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / path, offline / name)
+        print(f"{source / path} -> {offline / name}")
+    rows = [
+        {"step": str(Path(path).relative_to(paths.BENCHMARKS).with_suffix("")), **_benchmark(source / path)}
+        for path in benchmarks
+    ]
+    table = offline / BENCHMARK_CSV[target]
+    pd.DataFrame(rows).to_csv(table, index=False, float_format="%.2f", lineterminator="\n")
+    print(f"{len(rows)} benchmarks -> {table}")
+
+
+def _benchmark(path: Path) -> dict[str, float]:
+    """A snakemake benchmark file's wall time, peak memory and CPU time (the mean over its repeats)."""
+    table = pd.read_csv(path, sep="\t")
+    return {"s": table["s"].mean(), "max_rss": table["max_rss"].mean(), "cpu_time": table["cpu_time"].mean()}
+
+
+def benchmark_seconds(target: str) -> float:
+    """The summed wall time (s) of the benchmarked steps of ``target``'s kept run (``benchmarks.csv``)."""
+    return float(pd.read_csv(OFFLINE / BENCHMARK_CSV[target])["s"].sum())

