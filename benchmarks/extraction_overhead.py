@@ -10,11 +10,11 @@ attentions, head averaging, the condition and rollout analysis of both token set
 through rollout_equality.measure.measure_inputs), once analysing after each forward
 (sequential, the default of extraction.overlap on a CPU) and once analysing batch k while
 batch k + 1 runs (overlap, its default on a GPU; torch keeps one CPU thread then, so on a
-CPU the overlapped forward runs on one thread), both with the default float32-screened sweep, and the
-sequential run again with the float64 sweep alone (rollout_equality.dobrushin.float64_sweep: the same records
-bit for bit), side by side. Prints the ratios to the forward alone (target ≤ 1.3×) and, from the default
-kernels' per-input costs and the paper suite's data set sizes, the estimated time of the whole paper run on
-this machine. On a CUDA device (--device cuda) the forward runs
+CPU the overlapped forward runs on one thread), both with the default engine (the float32 screen), and the
+sequential run again with the float64 sweep alone (``Engine(screen=False)`` of rollout_equality.dobrushin: the
+same records bit for bit), side by side. Prints the ratios to the forward alone (target ≤ 1.3×), the rows of
+benchmarks/README.md's table and, from the default engine's per-input costs and the paper suite's data set sizes,
+the estimated time of the whole paper run on this machine. On a CUDA device (--device cuda) the forward runs
 there and the analysis on the CPU beside it.
 A measurement script, not a test: medians of --repeats rounds (each round times the three once) after
 a warm-up round.
@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
-from _timing import interleaved_medians
+from _timing import interleaved_medians, table_row
 
-from rollout_equality.dobrushin import float64_sweep, screened_sweep
+from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine
 from rollout_equality.measure import measure_inputs
 from rollout_equality.settings import Condition, from_section
 
@@ -81,8 +81,9 @@ def build(spec: dict):
     return plain, with_attention, x
 
 
-def extractor_of(with_attention, device):
-    """rule measure's extractor for a batch (a list of the same input): forward, head average, special mask."""
+def extractor_of(with_attention, device, seen: dict):
+    """rule measure's extractor for a batch (a list of the same input): forward, head average, special mask; the
+    token count goes to seen["n"]."""
 
     def run(batch):
         x = batch[0]
@@ -92,7 +93,7 @@ def extractor_of(with_attention, device):
             x = x.expand(len(batch), *x.shape[1:]).to(device)
         attentions, n_prefix = with_attention(x)
         avg = torch.stack([a.float().mean(dim=1) for a in attentions], dim=1).cpu().numpy()
-        n = avg.shape[-1]
+        n = seen["n"] = avg.shape[-1]
         special = np.zeros(n, dtype=bool)
         if n_prefix is None:  # text: [CLS] … [SEP]
             special[[0, -1]] = True
@@ -116,9 +117,11 @@ def main():
     condition = from_section(Condition, config["condition"])
     settings = dict(model="m", dataset="d", condition=condition, batch_size=ARGS.batch)
     per_input = {}
+    rows = []
     for name in names:
         plain, with_attention, x = build(controls[name])
-        extractor = extractor_of(with_attention, device)
+        seen: dict = {}
+        extractor = extractor_of(with_attention, device, seen)
         inputs = [x] * (ARGS.batch * ARGS.batches)
         ids = [f"x{i}" for i in range(len(inputs))]
 
@@ -135,14 +138,16 @@ def main():
             if device.type == "cuda":
                 torch.cuda.synchronize()
 
-        def measured(overlap, screened):
-            # one switch per run: a screened_sweep() inside float64_sweep() would screen (the switch is process-wide)
-            with screened_sweep() if screened else float64_sweep():
-                measure_inputs(extractor, ids, inputs, overlap=overlap, **settings)
+        def measured(overlap, engine):
+            measure_inputs(extractor, ids, inputs, overlap=overlap, engine=engine, **settings)
 
-        fns = [forward_only, lambda: measured(False, False), lambda: measured(False, True)]
+        fns = [
+            forward_only,
+            lambda: measured(False, Engine(screen=False)),
+            lambda: measured(False, DEFAULT_ENGINE),
+        ]
         if not ARGS.no_overlap:
-            fns.append(lambda: measured(True, True))
+            fns.append(lambda: measured(True, DEFAULT_ENGINE))
         with torch.inference_mode():
             times = [t / len(inputs) for t in interleaved_medians(fns, ARGS.repeats)]
         t_plain, t_f64, t_seq = times[:3]
@@ -154,6 +159,15 @@ def main():
             f" {t_f64 / t_plain:9.2f}× {t_seq / t_plain:9.2f}× {t_ovl / t_plain:9.2f}×",
             flush=True,
         )
+        size = f"{name}, n = {seen['n']}, batch {ARGS.batch} on {device}"
+        rows.append(table_row("extraction_overhead", size, "forward alone, per input", t_plain, "–"))
+        for label, t in (("measure, screen", t_seq), ("measure, float64 sweep", t_f64), ("measure, overlap", t_ovl)):
+            if t == t:  # not NaN: measured
+                rows.append(
+                    table_row("extraction_overhead", size, f"{label}, per input", t, f"{t / t_plain:.2f}× forward")
+                )
+    print("\nrows of benchmarks/README.md's table:")
+    print("\n".join(rows))
     # the paper run: every paper experiment's data set size × that architecture's per-input cost
     total = 0.0
     for exp in config["suites"]["paper"]:

@@ -6,10 +6,10 @@ For each model (config.yaml's entries: the trained MiniLM shipped on PyPI and th
 their published sizes) on a few offline inputs (pydoc topics for text, scikit-image photographs at
 224 px), and for FT-Transformer's first block (default architecture on breast_cancer rows, untrained and
 after a short training), prints per token set the share of pairs the screen re-checks in float64
-(rollout_equality._kernels.condition_batch_screened, the condition test of each layer; kappa_batch_screened,
-κ of the rollout at each depth): median, share of matrices above 1 % and above SCREEN_MAX_WORK
-(where the rest of a batch falls back to the float64 sweep). The fallback is switched off here, so every
-matrix's own band is measured. A measurement script, not a test.
+(rollout_equality._kernels.analyse_batch: the condition test of each layer, and κ of the rollout at each depth):
+median, share of matrices above 1 % and above the default engine's screen_max_work (where the rest of a batch
+falls back to the float64 sweep). The fallback is switched off here, so every matrix's own band is measured.
+A measurement script, not a test.
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ import numpy as np
 import torch
 import yaml
 
-import rollout_equality._kernels as K
-from rollout_equality.dobrushin import _condition_cpu, _kappa_cpu, restrict
+from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine, _analyse, restrict
 
 REPO = Path(__file__).resolve().parents[1]
+
+EVERY_BAND = Engine(screen_min_n=2, screen_max_work=np.inf)
+"""The screen for every matrix, the small ones too, with no fallback: every matrix's own band is measured."""
 
 
 def shares(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -33,14 +35,14 @@ def shares(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     L, n, _ = stack.shape
     pairs = max(n * (n - 1) // 2, 1)
     w = np.empty(L, dtype=np.int64)
-    _condition_cpu(np.ascontiguousarray(stack), 1e-9, 1e-5, w)
+    _analyse(np.ascontiguousarray(stack), 1e-9, 1e-5, EVERY_BAND, condition=True, work=w)
     B = 0.5 * (np.eye(n) + stack)
     R = np.empty_like(B)
     R[0] = B[0]
     for layer in range(1, L):
         R[layer] = B[layer] @ R[layer - 1]
     wr = np.empty(L, dtype=np.int64)
-    _kappa_cpu(R, 1e-5 * L, wr)
+    _analyse(R, 0.0, 1e-5 * L, EVERY_BAND, condition=False, work=wr)
     return w / pairs, wr / pairs
 
 
@@ -104,14 +106,13 @@ def main() -> None:
     parser.add_argument("--ftt-epochs", type=int, default=10)
     args = parser.parse_args()
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    K.SCREEN_MAX_WORK, K.SCREEN_MIN_N = np.inf, 2  # measure every matrix's band, the small ones too
     tmp = Path(tempfile.mkdtemp())
     sources = [
         (name, lambda name=name: model_layers(name, config["models"][name], args.inputs, tmp)) for name in args.models
     ]
     sources += [("ftt_first_block_untrained", lambda: ftt_layers(args.inputs * 4, 0))]
     sources += [(f"ftt_first_block_{args.ftt_epochs}_epochs", lambda: ftt_layers(args.inputs * 4, args.ftt_epochs))]
-    print(f"re-checked share of pairs (fallback above {K.SCREEN_MAX_WORK_DEFAULT:.0%} switched off here)")
+    print(f"re-checked share of pairs (fallback above {DEFAULT_ENGINE.screen_max_work:.0%} switched off here)")
     print(
         f"{'matrices':<32} {'set':<8} {'n':>5} {'what':<10} {'count':>6} {'median':>8} {'>1%':>6} {'>limit':>7} {'max':>6}"
     )
@@ -134,7 +135,7 @@ def main() -> None:
                 v = np.asarray(v)
                 print(
                     f"{name:<32} {token_set:<8} {int(np.median(ns)):>5} {what:<10} {len(v):>6} {np.median(v):8.2%} "
-                    f"{np.mean(v > 0.01):6.0%} {np.mean(v > K.SCREEN_MAX_WORK_DEFAULT):7.0%} {v.max():6.0%}",
+                    f"{np.mean(v > 0.01):6.0%} {np.mean(v > DEFAULT_ENGINE.screen_max_work):7.0%} {v.max():6.0%}",
                     flush=True,
                 )
 

@@ -4,7 +4,8 @@
 
 Four checks, each for about ``--seconds`` seconds, on the adversarial matrix families of
 tests/test_screening.py (near-ties, peaked rows, rows differing in one entry, near-uniform, one-hot, duplicate
-rows, float32 softmax), the screen forced on for every n and band (SCREEN_MIN_N = 2, SCREEN_MAX_WORK = inf):
+rows, float32 softmax), the screen forced on for every n and band (test_screening.ALWAYS_SCREEN: screen_min_n = 2,
+screen_max_work = inf):
 
 - records: stacks of 1-4 matrices of mixed families, n = 2 … nmax in random order (so each thread's work
   arrays are reused across sizes and batches), atol 0 … 1e-3; κ, κ(½(I+A)), count, witness, holds, slack and the
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -34,10 +36,10 @@ import numba
 import numpy as np
 
 import rollout_equality._kernels as K
-from rollout_equality.dobrushin import equality_condition, float64_sweep, kappa, screened_sweep, serial_kernels
+from rollout_equality.dobrushin import equality_condition, kappa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from test_screening import FIELDS, KINDS, SCALES, adversarial, rollout_products  # noqa: E402
+from test_screening import ALWAYS_SCREEN, FIELDS, FLOAT64, KINDS, SCALES, adversarial, rollout_products  # noqa: E402
 
 ROUNDING = {"nearest": 0x000, "down": 0x400, "up": 0x800, "zero": 0xC00}
 ATOLS = (0.0, 1e-12, 1e-9, 1e-6, 1e-3)
@@ -53,9 +55,13 @@ def random_stack(rng, nmax: int, batch: int = 4) -> np.ndarray:
     return np.stack(mats)
 
 
-def records(stack: np.ndarray, atol: float):
+def records(stack: np.ndarray, atol: float, engine):
     R = rollout_products(stack)
-    return equality_condition(stack, atol=atol), kappa(stack), kappa(R, 1e-5 * len(stack))
+    return (
+        equality_condition(stack, atol=atol, engine=engine),
+        kappa(stack, engine=engine),
+        kappa(R, 1e-5 * len(stack), engine=engine),
+    )
 
 
 def differing(ref, got) -> list[str]:
@@ -78,12 +84,8 @@ def check_records(rng, seconds: float, nmax: int) -> tuple[int, int]:
         for screened in rng.permutation(2):
             if not serial:
                 numba.set_num_threads(int(rng.integers(1, numba.config.NUMBA_NUM_THREADS + 1)))
-            with screened_sweep() if screened else float64_sweep():
-                if serial:
-                    with serial_kernels():
-                        res[screened] = records(stack, atol)
-                else:
-                    res[screened] = records(stack, atol)
+            engine = dataclasses.replace(ALWAYS_SCREEN if screened else FLOAT64, serial=serial)
+            res[screened] = records(stack, atol, engine)
         diff = differing(res[0], res[1])
         if diff:
             bad += 1
@@ -92,10 +94,10 @@ def check_records(rng, seconds: float, nmax: int) -> tuple[int, int]:
     return its, bad
 
 
-def screened_outputs(M: np.ndarray, atol: float, fill, serial: bool, rng):
-    """Every output of condition_batch_screened and kappa_batch_screened, with their work arrays filled first, and
-    the condition kernel's tv."""
-    m, n = M.shape[0], M.shape[1]
+def kernel_outputs(M: np.ndarray, atol: float, fill, serial: bool, rng, screen=True, condition=True):
+    """Every output of the kernel (the screen forced on, or the float64 sweep alone), with its work arrays filled
+    first, and the TVs it left in its work array."""
+    n = M.shape[1]
 
     def work_array(dtype):
         a = np.empty((n, n), dtype)
@@ -103,16 +105,19 @@ def screened_outputs(M: np.ndarray, atol: float, fill, serial: bool, rng):
             a[:] = 3 * rng.standard_normal((n, n)) if fill == "noise" else fill
         return a
 
-    B, tv, a32, tv32 = work_array(np.float64), work_array(np.float64), work_array(np.float32), work_array(np.float32)
-    out = (np.empty(m), np.empty(m), np.empty(m, np.int64), np.empty((m, 2), np.int64), np.empty(m, np.int64))
-    cond = K.condition_batch_screened_serial if serial else K.condition_batch_screened
-    assert cond(M, atol, 1e-5, *out[:4], B, tv, a32, tv32, 1.0, np.float32(1.0), np.inf, 2, out[4])
-    tv_condition = tv  # the last matrix's re-checked TVs (-1: not re-checked)
-    tv, a32, tv32 = work_array(np.float64), work_array(np.float32), work_array(np.float32)
-    k, kw = np.empty(m), np.empty(m, np.int64)
-    kap = K.kappa_batch_screened_serial if serial else K.kappa_batch_screened
-    assert kap(M, 1e-5, k, tv, a32, tv32, 1.0, np.float32(1.0), np.inf, 2, kw)
-    return (*out, k, kw), tv_condition
+    ws = K.Workspace(work_array(np.float64), work_array(np.float64), work_array(np.float32), work_array(np.float32))
+    out = K.Outputs.empty(len(M))
+    settings = K.Settings(condition, atol, 1e-5, screen, 2, np.inf)
+    assert (K.analyse_batch_serial if serial else K.analyse_batch)(M, settings, *out, *ws)
+    return out, ws.tv
+
+
+def screened_outputs(M: np.ndarray, atol: float, fill, serial: bool, rng):
+    """Every output of the screened condition test and of κ alone, with their work arrays filled first, and the
+    condition test's tv (the last matrix's re-checked TVs, -1: not re-checked)."""
+    out, tv_condition = kernel_outputs(M, atol, fill, serial, rng)
+    k, _ = kernel_outputs(M, atol, fill, serial, rng, condition=False)
+    return (*out, k.kappa, k.work), tv_condition
 
 
 def check_workspace(rng, seconds: float, nmax: int) -> tuple[int, int]:
@@ -138,16 +143,11 @@ def check_recheck(rng, nmax: int) -> tuple[int, int]:
         for n in [*range(2, 80), *range(80, nmax + 1, 7)]:
             kind = KINDS[n % len(KINDS)]
             M = adversarial(kind, n, n, SCALES[kind][1])[None]
-            m = 1
-            f64_out = (np.empty(m), np.empty(m), np.empty(m, np.int64), np.empty((m, 2), np.int64))
-            tv64 = np.full((n, n), np.nan)
-            (K.condition_batch_serial if serial else K.condition_batch)(
-                M, 10.0, 1e-5, *f64_out, np.empty((n, n)), tv64, 1.0
-            )
-            out, tv = screened_outputs(M, 10.0, np.nan, serial, rng)
+            f64_out, tv64 = kernel_outputs(M, 10.0, np.nan, serial, rng, screen=False)
+            out, tv = kernel_outputs(M, 10.0, np.nan, serial, rng)
             iu = np.triu_indices(n, 1)
             its += 1
-            if not np.array_equal(tv64[iu], tv[iu]) or not all(np.array_equal(a, b) for a, b in zip(f64_out, out)):
+            if not np.array_equal(tv64[iu], tv[iu]) or not all(np.array_equal(a, b) for a, b in zip(f64_out[:4], out)):
                 bad += 1
                 print(f"  re-checked TVs differ from the sweep's: n {n}, serial {serial}", flush=True)
     return its, bad
@@ -200,7 +200,6 @@ def main() -> None:
         import torch
 
         torch.set_flush_denormal(True)
-    K.SCREEN_MIN_N, K.SCREEN_MAX_WORK = 2, np.inf
     rng = np.random.default_rng(a.seed)
     print(
         f"numba {numba.__version__}, {numba.config.NUMBA_NUM_THREADS} threads, rounding {a.rounding}, "

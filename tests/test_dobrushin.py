@@ -174,24 +174,36 @@ def test_exact_identity_for_every_pair():
         assert np.allclose(tv_b[off], predicted[off], atol=EPS, rtol=0)
 
 
+def _tv_of_half(A, B, tv_a):
+    """TV of the rows of B = ½(I + A) for i < j, each from the sweep's TV^A_ij by the kernels' _tv_half."""
+    from rollout_equality._kernels import _tv_half
+
+    n = len(A)
+    tv_b = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            tv_b[i, j] = _tv_half(A, B, tv_a[i, j], i, j)
+    return tv_b
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 16, 33, 257])
 @pytest.mark.parametrize("alpha", [0.05, 1.0])
 def test_one_sweep_gives_both_tv_matrices(n, alpha):
-    """upper_tv_pair's TV of B = ½(I + A) equals B's TV computed from B's rows alone (every tile shape)."""
-    from rollout_equality._kernels import upper_tv, upper_tv_pair
+    """TV of B = ½(I + A) from the sweep over A (_tv_half) equals B's TV computed from B's rows alone (every tile
+    shape)."""
+    from rollout_equality._kernels import upper_tv
 
     A = dirichlet(n, n + int(10 * alpha), alpha=alpha)
     B = 0.5 * (np.eye(n) + A)
-    tv_a, tv_b = upper_tv_pair(A, B)
+    tv_a = upper_tv(A)
+    tv_b = _tv_of_half(A, B, tv_a)
     upper = np.triu(np.ones((n, n), dtype=bool), k=1)
-    assert np.array_equal(tv_a, upper_tv(A))
     assert np.allclose(tv_b[upper], naive_tv(B)[upper], atol=1e-14, rtol=0)
-    assert not tv_b[~upper].any()
     # B is read, not assumed: a B that is not ½(I + A) changes the diagonal terms
     wrong = B.copy()
     wrong[0, 0] -= 0.25
     if n > 1:
-        assert not np.allclose(upper_tv_pair(A, wrong)[1][0, 1:], tv_b[0, 1:])
+        assert not np.allclose(_tv_of_half(A, wrong, tv_a)[0, 1:], tv_b[0, 1:])
 
 
 def test_edge_case_n1():
@@ -452,20 +464,20 @@ def test_rollout_bad_input():
         rollout([np.eye(2), np.array([[0.5, 0.4], [0.5, 0.5]])])
 
 
-def test_torch_cdist_path_agrees_with_the_cpu_kernel(monkeypatch):
-    """The CUDA branch (torch.cdist in float64), run here on a CPU tensor: no GPU in CI."""
+def test_tensors_on_any_device_are_analysed_on_the_cpu_in_float64():
+    """A tensor is copied to the CPU as float64 and gives numpy's answer bit for bit (on a GPU too, where present)."""
     torch = pytest.importorskip("torch")
-    import rollout_equality.dobrushin as dob
-
     As = np.concatenate([dirichlet(23, 4, alpha=0.2, batch=(5,)), [np.eye(23)[np.roll(np.arange(23), 1)]]])
-    expected = equality_condition(As)
-    monkeypatch.setattr(dob, "_is_cuda", lambda A: dob._is_torch(A))
-    got = dob.equality_condition(torch.from_numpy(As))
-    assert np.array_equal(got.holds, expected.holds) and np.array_equal(got.holds_direct, expected.holds_direct)
-    assert np.array_equal(got.n_max_pairs, expected.n_max_pairs) and np.array_equal(got.witness, expected.witness)
-    assert np.allclose(got.kappa, expected.kappa, atol=EPS, rtol=0)
-    assert np.allclose(got.kappa_half, expected.kappa_half, atol=EPS, rtol=0)
-    assert np.allclose(dob.pairwise_tv(torch.from_numpy(As)), pairwise_tv(As), atol=EPS, rtol=0)
+    expected = equality_condition(As).as_dict()
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        T = torch.from_numpy(As).to(device)
+        got = equality_condition(T).as_dict()
+        assert all(np.array_equal(got[k], expected[k]) for k in expected), device
+        assert np.array_equal(kappa(T), kappa(As)) and np.array_equal(pairwise_tv(T), pairwise_tv(As))
+        keep = np.arange(23) > 0  # the Dirichlet matrices (the permutation's row 1 attends to token 0 alone)
+        assert np.array_equal(restrict(T[:5], keep), restrict(As[:5], keep))
+        assert np.array_equal(rollout(T).kappa_rollout, rollout(As).kappa_rollout)
 
 
 def _all_pairs(A, tv, atol):
@@ -534,45 +546,71 @@ def test_restrict_sums_each_row_in_order(n):
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 9, 64, 257])
-def test_serial_kernels_give_the_parallel_answers_bit_for_bit(n):
-    """Inside serial_kernels() every CPU function runs the serial twins of the kernels; the results are the
-    parallel kernels' exactly (each pair's sum is taken in the same order either way)."""
+def test_serial_engine_gives_the_parallel_answers_bit_for_bit(n):
+    """A serial engine runs the serial twins of the kernels; the results are the parallel kernels' exactly (each
+    pair's sum is taken in the same order either way)."""
     import rollout_equality._kernels as K
-    from rollout_equality.dobrushin import _kernel, kappa, rollout_kappa, serial_kernels
+    from rollout_equality.dobrushin import Engine, _kernel, rollout_kappa
 
     A = dirichlet(n, n, alpha=0.2, batch=(4,))
     keep = np.arange(n) % 4 != 0 if n > 1 else np.ones(1, bool)
+    serial = Engine(serial=True)
+    assert _kernel("analyse_batch", serial) is K.analyse_batch_serial
+    assert _kernel("analyse_batch", Engine()) is K.analyse_batch
     parallel = (equality_condition(A), kappa(A), restrict(A, keep), rollout_kappa(A))
-    with serial_kernels():
-        assert _kernel("condition_batch") is K.condition_batch_serial
-        serial = (equality_condition(A), kappa(A), restrict(A, keep), rollout_kappa(A))
-    assert _kernel("condition_batch") is K.condition_batch
-    p, s = parallel[0], serial[0]
+    alone = (
+        equality_condition(A, engine=serial),
+        kappa(A, engine=serial),
+        restrict(A, keep, engine=serial),
+        rollout_kappa(A, engine=serial),
+    )
+    p, s = parallel[0], alone[0]
     for field in ("kappa", "kappa_half", "n_max_pairs", "witness", "holds", "holds_direct"):
         assert np.array_equal(getattr(p, field), getattr(s, field)), field
-    for a, b in zip(parallel[1:], serial[1:]):
+    for a, b in zip(parallel[1:], alone[1:]):
         assert np.array_equal(a, b)
 
 
-def test_serial_kernels_are_this_threads_alone():
-    """serial_kernels() switches the calling thread only, and is undone on leaving the block (also on error)."""
+def test_engines_are_per_call_not_process_wide():
+    """Two threads analysing at once with other engines each get their own engine's work (the screen's re-checked
+    pairs, or -1 for the float64 sweep alone) and the same results."""
     import threading
 
-    import rollout_equality._kernels as K
-    from rollout_equality.dobrushin import _kernel, serial_kernels
+    from rollout_equality.dobrushin import Engine, _analyse
 
-    seen = {}
-    with serial_kernels():
-        t = threading.Thread(target=lambda: seen.setdefault("other", _kernel("kappa_batch")))
+    A = dirichlet(96, 1, alpha=1.0, batch=(3,))
+    engines = [Engine(serial=True), Engine(screen=False, serial=True), Engine(screen_min_n=100, serial=True)]
+    expect_screen = [True, False, False]
+    seen: dict[int, list] = {k: [] for k in range(len(engines))}
+    barrier = threading.Barrier(len(engines))
+
+    def run(k):
+        barrier.wait()
+        for _ in range(20):
+            seen[k].append(_analyse(A, 1e-9, 1e-5, engines[k], condition=True))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(engines))]
+    for t in threads:
         t.start()
+    for t in threads:
         t.join()
-        with serial_kernels():  # nested: still serial after the inner block
-            pass
-        seen["inner"] = _kernel("kappa_batch")
-    assert seen == {"other": K.kappa_batch, "inner": K.kappa_batch_serial}
-    with pytest.raises(RuntimeError), serial_kernels():
-        raise RuntimeError
-    assert _kernel("kappa_batch") is K.kappa_batch
+    ref = seen[1][0]
+    for k, outs in seen.items():
+        assert len(outs) == 20
+        for out in outs:
+            assert ((out.work > 0) if expect_screen[k] else (out.work == -1)).all(), (k, out.work)
+            assert all(np.array_equal(a, b) for a, b in zip(out[:4], ref[:4]))
+
+
+def test_engine_settings_are_checked():
+    from rollout_equality.dobrushin import Engine
+
+    with pytest.raises(ValueError, match="screen_min_n"):
+        Engine(screen_min_n=0)
+    with pytest.raises(ValueError, match="screen_max_work"):
+        Engine(screen_max_work=-0.1)
+    with pytest.raises(ValueError, match="screen_max_work"):
+        Engine(screen_max_work=float("nan"))
 
 
 def test_half_identity_is_numpys_half_of_identity_plus_a():

@@ -1,12 +1,13 @@
 """The float32-screened sweep gives the float64 sweep's records bit for bit.
 
-Every comparison runs the same matrices through the default (screened) kernels and through
-:func:`rollout_equality.dobrushin.float64_sweep` (the float64-only kernels) and asks for identical
-bits: κ, κ(½(I+A)), slack, counts, witnesses, holds, holds_direct, κ of the rollout products. The screened path
-is also forced on for every size and band (``SCREEN_MIN_N = 2``, ``SCREEN_MAX_WORK = inf``), so that no
+Every comparison runs the same matrices through the default engine (the screen) and through the float64 sweep
+alone (``Engine(screen=False)``, :class:`rollout_equality.dobrushin.Engine`) and asks for identical bits: κ,
+κ(½(I+A)), slack, counts, witnesses, holds, holds_direct, κ of the rollout products. The screen is also forced on
+for every size and band (:data:`ALWAYS_SCREEN`: ``screen_min_n = 2``, ``screen_max_work = inf``), so that no
 fallback to the float64 sweep hides a wrong re-check.
 """
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -16,14 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rollout_equality._kernels as K
-from rollout_equality.dobrushin import (
-    _condition_cpu,
-    _kappa_cpu,
-    equality_condition,
-    float64_sweep,
-    kappa,
-    serial_kernels,
-)
+from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine, _analyse, equality_condition, kappa
 
 FIELDS = ("kappa", "kappa_half", "bound", "slack", "n_max_pairs", "witness", "holds", "holds_direct")
 
@@ -99,11 +93,11 @@ SCALES = {
 }
 
 
-@pytest.fixture
-def always_screen(monkeypatch):
-    """The screened path for every n ≥ 2 and every band (no fallback to the float64 sweep)."""
-    monkeypatch.setattr(K, "SCREEN_MIN_N", 2)
-    monkeypatch.setattr(K, "SCREEN_MAX_WORK", np.inf)
+ALWAYS_SCREEN = Engine(screen_min_n=2, screen_max_work=np.inf)
+"""The screen for every n ≥ 2 and every band (no fallback to the float64 sweep)."""
+
+FLOAT64 = Engine(screen=False)
+"""The float64 sweep alone: the reference."""
 
 
 def rollout_products(stack: np.ndarray) -> np.ndarray:
@@ -116,18 +110,23 @@ def rollout_products(stack: np.ndarray) -> np.ndarray:
     return R
 
 
-def assert_same_records(stack: np.ndarray, atol: float) -> None:
-    """Condition fields, κ and κ of the rollout products of a stack of matrices: screened and float64-only,
-    bit for bit.
+def assert_same_records(stack: np.ndarray, atol: float, screen: Engine = DEFAULT_ENGINE) -> None:
+    """Condition fields, κ and κ of the rollout products of a stack of matrices: with the engine ``screen`` and
+    with the float64 sweep alone, bit for bit.
 
     On the kernels' serial twins (the same arithmetic, :func:`test_serial_twins_screen_as_the_parallel_kernels`):
     thousands of small calls to a thread team are slow on a machine shared with other work."""
     R = rollout_products(stack)
     row_sum_atol = 1e-5 * len(stack)
-    with serial_kernels():
-        with float64_sweep():
-            ref = (equality_condition(stack, atol=atol), kappa(stack), kappa(R, row_sum_atol))
-        got = (equality_condition(stack, atol=atol), kappa(stack), kappa(R, row_sum_atol))
+    records = {}
+    for name, engine in (("ref", FLOAT64), ("got", screen)):
+        engine = dataclasses.replace(engine, serial=True)
+        records[name] = (
+            equality_condition(stack, atol=atol, engine=engine),
+            kappa(stack, engine=engine),
+            kappa(R, row_sum_atol, engine=engine),
+        )
+    ref, got = records["ref"], records["got"]
     for field in FIELDS:
         a, b = getattr(ref[0], field), getattr(got[0], field)
         assert np.array_equal(a, b), (field, a, b)
@@ -151,25 +150,25 @@ def stacks(draw, max_n=300):
     max_examples=1000,
     deadline=None,
     derandomize=True,  # the same examples in every run (CI included)
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],  # the fixture is constant
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(stacks(), st.sampled_from([0.0, 1e-9, 1e-6, 1e-3]))
-def test_screened_records_are_the_float64_records(always_screen, stack, atol):
-    assert_same_records(stack, atol)
+def test_screened_records_are_the_float64_records(stack, atol):
+    assert_same_records(stack, atol, ALWAYS_SCREEN)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(stacks(max_n=200), st.sampled_from([0.0, 1e-9]))
 def test_screened_records_with_the_default_limits(stack, atol):
-    """With the shipped SCREEN_MIN_N and SCREEN_MAX_WORK (small matrices and large bands go float64)."""
+    """With the default engine's screen_min_n and screen_max_work (small matrices and large bands go float64)."""
     assert_same_records(stack, atol)
 
 
 @pytest.mark.parametrize("kind", ["dirichlet", "peaked", "near_uniform", "one_entry"])
-def test_screened_records_at_n_1370(always_screen, kind):
+def test_screened_records_at_n_1370(kind):
     """The largest paper size (DINOv2 at 518 px): one matrix of each hard family."""
     stack = adversarial(kind, 1370, 1370, SCALES[kind][1])[None]
-    assert_same_records(stack, 1e-9)
+    assert_same_records(stack, 1e-9, ALWAYS_SCREEN)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 8, 9, 33, 67, 130, 257, 258, 259])
@@ -193,7 +192,7 @@ def test_screen_bound_holds(n):
     assert worst > 0  # the float32 sweep does differ: the test can fail
 
 
-def test_work_reports_the_band_and_the_fallback(monkeypatch):
+def test_work_reports_the_band_and_the_fallback():
     """A Dirichlet matrix re-checks a few tiles; a matrix of equal rows re-checks every pair (all tie), and the
     matrices after it in the batch take the float64 sweep alone (work -1); the records stay the same."""
     n = 96
@@ -202,41 +201,38 @@ def test_work_reports_the_band_and_the_fallback(monkeypatch):
     stack = np.stack([peaked, equal, peaked])
     work, kwork = np.empty(3, dtype=np.int64), np.empty(3, dtype=np.int64)
     pairs = n * (n - 1) // 2
-    with serial_kernels():
-        _condition_cpu(stack, 1e-9, 1e-5, work)
-        _kappa_cpu(stack, 1e-5, kwork)
+    serial = Engine(serial=True)
+    _analyse(stack, 1e-9, 1e-5, serial, condition=True, work=work)
+    _analyse(stack, 0.0, 1e-5, serial, condition=False, work=kwork)
     assert 0 < work[0] < pairs / 10 and work[1] == pairs and work[2] == -1
     assert 0 < kwork[0] < pairs / 10 and kwork[1] == pairs and kwork[2] == -1
-    with serial_kernels(), float64_sweep():
-        _condition_cpu(stack, 1e-9, 1e-5, work)
+    _analyse(stack, 1e-9, 1e-5, dataclasses.replace(FLOAT64, serial=True), condition=True, work=work)
     assert (work == -1).all()
     assert_same_records(stack, 1e-9)
 
 
-def test_rows_summing_above_two_take_the_float64_sweep(always_screen):
+def test_rows_summing_above_two_take_the_float64_sweep():
     """The bound assumes row sums ≤ 2; a larger tolerance lets rows past it through, swept in float64."""
     A = adversarial("dirichlet", 40, 3, 1.0)
     A[5] *= 2.5
-    work = np.empty(1, dtype=np.int64)
-    res = _condition_cpu(A[None], 1e-9, 10.0, work)
-    assert work[0] == -1
-    with float64_sweep():
-        ref = _condition_cpu(A[None], 1e-9, 10.0)
+    res = _analyse(A[None], 1e-9, 10.0, ALWAYS_SCREEN, condition=True)
+    assert res.work[0] == -1
+    ref = _analyse(A[None], 1e-9, 10.0, FLOAT64, condition=True)
     assert all(np.array_equal(a, b) for a, b in zip(res, ref))
 
 
-def test_bad_input_is_refused_by_the_screened_kernels(always_screen):
+def test_bad_input_is_refused_by_the_screened_kernels():
     A = adversarial("dirichlet", 50, 4, 1.0)
     A[7, 3] = -0.1
     with pytest.raises(ValueError, match="negative entry"):
-        equality_condition(A)
+        equality_condition(A, engine=ALWAYS_SCREEN)
     with pytest.raises(ValueError, match="negative entry"):
-        kappa(A)
+        kappa(A, engine=ALWAYS_SCREEN)
 
 
-def _screened_kernels(M, atol, serial, fill=np.nan):
-    """Every output of condition_batch_screened and kappa_batch_screened (forced on: no fallback), each called with
-    work arrays filled with ``fill`` beforehand, and the TVs the condition kernel left in its work array (-1 where a
+def _kernel_outputs(M, atol, serial, fill=np.nan, screen=True, condition=True):
+    """Every output of the kernel (the screen forced on: no fallback; or the float64 sweep alone), called with its
+    work arrays filled with ``fill`` beforehand, and the TVs it left in its work array (with the screen, -1 where a
     pair was not re-checked)."""
     n, m = M.shape[-1], len(M)
 
@@ -244,18 +240,25 @@ def _screened_kernels(M, atol, serial, fill=np.nan):
         with np.errstate(over="ignore"):  # ±1e300 is ±inf in float32
             return np.full((n, n), fill, dtype)
 
-    suffix = "_serial" if serial else ""
-    tv = work()
-    out = (np.empty(m), np.empty(m), np.empty(m, np.int64), np.empty((m, 2), np.int64), np.empty(m, np.int64))
-    one32 = np.float32(1.0)
-    condition = getattr(K, "condition_batch_screened" + suffix)
-    assert condition(
-        M, atol, 1e-5, *out[:4], work(), tv, work(np.float32), work(np.float32), 1.0, one32, np.inf, 2, out[4]
+    ws = K.Workspace(work(), work(), work(np.float32), work(np.float32))
+    out = K.Outputs.empty(m)
+    settings = K.Settings(
+        condition=condition,
+        atol=atol,
+        row_sum_atol=1e-5,
+        screen=screen,
+        screen_min_n=2,
+        screen_max_work=np.inf,
     )
-    k, kwork = np.empty(m), np.empty(m, np.int64)
-    kappa_kernel = getattr(K, "kappa_batch_screened" + suffix)
-    assert kappa_kernel(M, 1e-5, k, work(), work(np.float32), work(np.float32), 1.0, one32, np.inf, 2, kwork)
-    return (*out, k, kwork), tv
+    assert (K.analyse_batch_serial if serial else K.analyse_batch)(M, settings, *out, *ws)
+    return out, ws.tv
+
+
+def _screened_kernels(M, atol, serial, fill=np.nan):
+    """The screened kernel's outputs for the condition test and for κ alone, and the TVs of the condition test."""
+    out, tv = _kernel_outputs(M, atol, serial, fill)
+    k, _ = _kernel_outputs(M, atol, serial, fill, condition=False)
+    return (*out, k.kappa, k.work), tv
 
 
 @pytest.mark.parametrize("serial", [True, False])
@@ -266,16 +269,12 @@ def test_every_unit_re_checked_is_the_float64_sweep(serial):
     for n in (*range(2, 14), 63, 64, 65, 66, 67, 215, 257):
         kind = KINDS[n % len(KINDS)]
         M = adversarial(kind, n, n, SCALES[kind][1])[None]
-        ref = (np.empty(1), np.empty(1), np.empty(1, np.int64), np.empty((1, 2), np.int64))
-        tv64 = np.full((n, n), np.nan)
-        getattr(K, "condition_batch_serial" if serial else "condition_batch")(
-            M, 10.0, 1e-5, *ref, np.empty((n, n)), tv64, 1.0
-        )
-        out, tv = _screened_kernels(M, 10.0, serial)
+        ref, tv64 = _kernel_outputs(M, 10.0, serial, screen=False)
+        out, tv = _kernel_outputs(M, 10.0, serial)
         iu = np.triu_indices(n, 1)
-        assert out[4][0] == len(iu[0]), n  # every pair re-checked
+        assert ref.work[0] == -1 and out.work[0] == len(iu[0]), n  # every pair re-checked
         assert np.array_equal(tv[iu], tv64[iu]), (n, kind)
-        assert all(np.array_equal(a, b) for a, b in zip(ref, out)), (n, kind)
+        assert all(np.array_equal(a, b) for a, b in zip(ref[:4], out[:4])), (n, kind)
 
 
 def test_screened_outputs_do_not_depend_on_what_the_work_arrays_held():
@@ -303,34 +302,28 @@ def test_screened_outputs_do_not_depend_on_what_the_work_arrays_held():
             assert all(np.array_equal(a, b) for a, b in zip(ref, got)), (M.shape, atol, "parallel")
 
 
-# Run in fresh interpreters sharing one empty numba cache: "f64" compiles the float64-only condition kernel (its
-# serial twin) and caches it; "both" then loads that one from the cache and compiles the screened one in this
-# process. Each prints the TVs of every unit re-checked by the screen (atol 10: a band wider than any TV) and the
-# float64 sweep's, as hashes, and the sizes where they differ.
+# Run in fresh interpreters sharing one empty numba cache: "f64" compiles the kernel's serial twin, caches it and
+# runs the float64 sweep alone; "both" then loads the twin from the cache and runs the screen on it too, and both
+# engines on the parallel kernel, compiled in that process on the first "both" run and loaded from the cache on the
+# second. Each prints the serial twin's float64 TVs as a hash and, for "both", the sizes where any other kernel and
+# engine gave other TVs for a unit re-checked by the screen (atol 10: a band wider than any TV, every unit).
 CACHE_HISTORY = """
 import hashlib, json, sys
 import numpy as np
-import rollout_equality._kernels as K
-from test_screening import KINDS, SCALES, adversarial
+from test_screening import KINDS, SCALES, _kernel_outputs, adversarial
 
-def tvs(n, screened):
+def tvs(n, screened, serial=True):
     kind = KINDS[n % len(KINDS)]
     M = adversarial(kind, n, n, SCALES[kind][1])[None]
-    out = (np.empty(1), np.empty(1), np.empty(1, np.int64), np.empty((1, 2), np.int64))
-    tv, B = np.full((n, n), np.nan), np.empty((n, n))
-    if screened:
-        a32, tv32 = np.empty((n, n), np.float32), np.empty((n, n), np.float32)
-        work = np.empty(1, np.int64)
-        K.condition_batch_screened_serial(M, 10.0, 1e-5, *out, B, tv, a32, tv32, 1.0, np.float32(1.0), np.inf, 2, work)
-    else:
-        K.condition_batch_serial(M, 10.0, 1e-5, *out, B, tv, 1.0)
+    _, tv = _kernel_outputs(M, 10.0, serial, screen=screened)
     return tv[np.triu_indices(n, 1)]
 
 sizes = [*range(2, 40), 63, 66, 67, 130, 215]
 f64 = [tvs(n, False) for n in sizes]
 res = {"f64": hashlib.sha256(b"".join(t.tobytes() for t in f64)).hexdigest()}
 if sys.argv[1] == "both":
-    res["differ"] = [n for n, t in zip(sizes, f64) if not np.array_equal(t, tvs(n, True))]
+    others = [(True, True), (False, False), (True, False)]  # (screened, serial)
+    res["differ"] = [n for n, t in zip(sizes, f64) if any(not np.array_equal(t, tvs(n, *o)) for o in others)]
 print(json.dumps(res))
 """
 
@@ -342,7 +335,8 @@ def test_the_screen_re_checks_as_the_sweep_whichever_kernel_came_from_the_cache(
     n mod 4 columns) were a reassociated loop, whose order LLVM chose again in each kernel's module, and a kernel
     compiled in this process called the standalone block function while one loaded from the cache ran its own
     copy; with the float64-only kernel cached and the screened one compiled fresh, the re-checked TVs differed
-    from the sweep's in the last bit at most sizes (ties at atol 0 then gave other counts and witnesses)."""
+    from the sweep's in the last bit at most sizes (ties at atol 0 then gave other counts and witnesses). Both
+    engines are one kernel now; its serial twin and its parallel form are two compilations, cached apart."""
     from hub_rehearsal.rehearse import python
 
     tests = Path(__file__).resolve().parent
@@ -353,17 +347,23 @@ def test_the_screen_re_checks_as_the_sweep_whichever_kernel_came_from_the_cache(
     }
     first = python(CACHE_HISTORY, env, tmp_path, "f64")
     second = python(CACHE_HISTORY, env, tmp_path, "both")
-    third = python(CACHE_HISTORY, env, tmp_path, "both")  # both kernels from the cache now
+    third = python(CACHE_HISTORY, env, tmp_path, "both")  # every kernel from the cache now
     assert second["differ"] == [] and third["differ"] == []
     assert first["f64"] == second["f64"] == third["f64"]  # and the float64 sweep's own bits do not move
 
 
-def test_serial_twins_screen_as_the_parallel_kernels(always_screen):
+def test_serial_twins_screen_as_the_parallel_kernels():
     stack = np.stack([adversarial(k, 77, i, SCALES[k][1]) for i, k in enumerate(KINDS)])
     R = rollout_products(stack)
-    par = equality_condition(stack), kappa(stack), kappa(R, 1e-4)
-    with serial_kernels():
-        ser = equality_condition(stack), kappa(stack), kappa(R, 1e-4)
+    records = {}
+    for serial in (False, True):
+        engine = dataclasses.replace(ALWAYS_SCREEN, serial=serial)
+        records[serial] = (
+            equality_condition(stack, engine=engine),
+            kappa(stack, engine=engine),
+            kappa(R, 1e-4, engine=engine),
+        )
+    par, ser = records[False], records[True]
     for field in FIELDS:
         assert np.array_equal(getattr(par[0], field), getattr(ser[0], field)), field
     assert np.array_equal(par[1], ser[1]) and np.array_equal(par[2], ser[2])
@@ -380,8 +380,7 @@ def _records_both_ways(extractor, inputs):
     with torch_inference():
         batch = extractor(inputs)
     ids = [f"x{i}" for i in range(len(inputs))]
-    with float64_sweep():
-        ref = analyse_inputs(batch, ids, model="m", dataset="d")
+    ref = analyse_inputs(batch, ids, model="m", dataset="d", engine=FLOAT64)
     got = analyse_inputs(batch, ids, model="m", dataset="d")
     return [r for rows, _ in ref for r in rows], [r for _, ro in ref for r in ro], got
 
@@ -433,9 +432,9 @@ def test_untrained_control_records_are_the_float64_records(tmp_path):
     assert rows == [r for g, _ in got for r in g] and rollout == [r for _, g in got for r in g]
 
 
-def test_ft_transformer_first_block_is_the_float64_answer(always_screen):
+def test_ft_transformer_first_block_is_the_float64_answer():
     """FT-Transformer's first block (default architecture, untrained, on breast_cancer rows): 31 tokens,
-    nearly uniform rows, the screened path forced on (31 is below SCREEN_MIN_N)."""
+    nearly uniform rows, the screen forced on (31 is below the default screen_min_n)."""
     import torch
     from rtdl_revisiting_models import FTTransformer
     from sklearn.datasets import load_breast_cancer
@@ -450,4 +449,4 @@ def test_ft_transformer_first_block_is_the_float64_answer(always_screen):
     )
     with torch.no_grad():
         first = block_attention(model, x[:64], None)[:, 0].double().numpy()  # (64, 31, 31)
-    assert_same_records(first, 1e-9)
+    assert_same_records(first, 1e-9, ALWAYS_SCREEN)

@@ -1,32 +1,43 @@
 """Compiled CPU kernels of the condition test (numba).
 
-The hot path of the whole project: every condition test computes the pairwise
-total-variation (TV) distances between the rows of A and of ½(I+A), an O(n³)
-computation per matrix (one sweep serves both: :func:`upper_tv_pair`), then a
-few O(n²) reductions. numba compiles loops that
-read each row pair once, vectorise the inner sum, spread rows over threads and
-keep each matrix's work in cache. Each pair's sum is computed by one thread in
-a fixed order, so results do not depend on the number of threads. The kernels
-release the GIL, so a worker thread can analyse while the network runs.
+The hot path of the whole project: every condition test computes the pairwise total-variation (TV) distances
+between the rows of A and of ½(I+A), an O(n³) computation per matrix (one sweep serves both: :func:`_tv_half`),
+then a few O(n²) reductions. numba compiles loops that read each row pair once, vectorise the inner sum, spread
+rows over threads and keep each matrix's work in cache. Each pair's sum is computed by one thread in a fixed
+order, so results do not depend on the number of threads. The kernels release the GIL, so a worker thread can
+analyse while the network runs.
 
-:func:`condition_batch` and :func:`kappa_batch` do a whole batch in one call:
-validation, the sweep and each row's maxima in one parallel region per matrix,
-then the count and the witness over the few rows that can hold them. Only the
-sweep is compiled with fast-math (reassociation lets the sum vectorise); the
-validation keeps NaN and inf meaningful and the TV of B is computed as written.
+One kernel, :func:`analyse_batch`, does a whole batch in one call: validation, the sweep and each row's maxima
+in one parallel region per matrix, then the count and the witness over the few rows that can hold them. κ(A)
+alone (the rollout's κ) is the same call with ``condition`` off: it skips κ(½(I+A)), the count, the witness and
+the tie band. It has two engines, chosen by :class:`Settings` (built by :class:`rollout_equality.dobrushin.Engine`):
 
-:func:`condition_batch_screened` and :func:`kappa_batch_screened` (the default of
-:mod:`rollout_equality.dobrushin` from n = :data:`SCREEN_MIN_N`) give the same outputs bit for
-bit with half the sweep's arithmetic: they sweep float32 copies of the rows (twice the lanes per
-vector), bound the float32 error rigorously (:func:`screen_bound`, derived below), and recompute in
-float64, with the float64 sweep's own compiled tile and pair code, only the pairs that can attain
-κ(A) within the tie band or κ(½(I+A)).
+- the float64 sweep, the reference: every pair's TV in float64;
+- the float32 screen (the default from n = ``screen_min_n``): it sweeps float32 copies of the rows (twice the
+  lanes per vector), bounds the float32 error rigorously (:func:`screen_bound`, derived below), and recomputes in
+  float64, with the float64 sweep's own tile and pair code, only the pairs that can attain κ(A) within the tie
+  band or κ(½(I+A)). The outputs are the float64 sweep's bit for bit.
+
+Only the sweep is compiled with fast-math (reassociation lets the sum vectorise); the validation keeps NaN and
+inf meaningful and the TV of ½(I+A) is computed as written.
+
+Units of work. The rows are taken in blocks of four; block t (rows 4t..4t+3) is swept against every later row
+(:func:`_block_tv`), so it costs about n − 4t. Every parallel loop runs over the blocks in the order of
+:func:`_block_at` (0, last, 1, last but one, …): prange hands each thread a contiguous range of that order,
+so each thread gets early and late blocks alike and the static schedule stays balanced.
+
+The run-time one (FMA). The tile loops accumulate ``s += |x − y| · one`` with ``one`` = 1.0 passed at run time
+(:attr:`Settings.one`, :attr:`Settings.one32`). x · 1 + s rounds once, as x + s does, so the sum has the same
+bits; but the compiler cannot drop a product by a value it does not know, so the accumulation becomes a fused
+multiply-add on the FMA units while the subtractions take the adders, instead of all of it queueing on the
+adders (1.15-1.25× at n = 197-1370). A literal 1.0, or a constant the compiler can see, would be folded away.
 """
 
 from __future__ import annotations
 
 import threading
 import types
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -34,9 +45,18 @@ import numpy as np
 _local = threading.local()
 
 
-def workspace(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """This thread's (n, n) work arrays, kept between calls: two float64 (B, tv) and two float32 (the
-    screened kernels' copy of A and its TV).
+class Workspace(NamedTuple):
+    """A thread's (n, n) work arrays for :func:`analyse_batch`: B = ½(I + A), the float64 TVs, and the screen's
+    float32 copy of A and its TVs. Their contents between calls do not matter."""
+
+    B: np.ndarray
+    tv: np.ndarray
+    a32: np.ndarray
+    tv32: np.ndarray
+
+
+def workspace(n: int) -> Workspace:
+    """This thread's :class:`Workspace` for (n, n) matrices, kept between calls.
 
     Allocating and zeroing two fresh arrays on every call cost measurably at n = 257
     (185× → 189× the naive version once they were kept); each thread keeps its own, so
@@ -50,22 +70,70 @@ def workspace(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if ws is None:
         if len(cache) >= 4:
             cache.clear()
-        ws = cache[n] = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n), np.float32), np.empty((n, n), np.float32))
+        ws = cache[n] = Workspace(
+            np.empty((n, n)), np.empty((n, n)), np.empty((n, n), np.float32), np.empty((n, n), np.float32)
+        )
     return ws
+
+
+class Settings(NamedTuple):
+    """What one call of :func:`analyse_batch` computes, and with which engine (scalars only)."""
+
+    condition: bool
+    """The whole condition test: κ(A), κ(½(I+A)), the count and the witness; False: κ(A) alone."""
+    atol: float
+    """The condition test's tolerance (the count's band is atol, the witness's 2·atol); unused for κ alone."""
+    row_sum_atol: float
+    """How far a row sum may stray from 1 (np.inf: not checked)."""
+    screen: bool
+    """Screen the sweep in float32 (False: the float64 sweep alone, the reference)."""
+    screen_min_n: int
+    """Smaller matrices take the float64 sweep."""
+    screen_max_work: float
+    """When a matrix re-checks more than this share of its pairs, the rest of the batch takes the float64 sweep."""
+    one: float = 1.0
+    """The run-time one of the float64 tile loops (module docstring: the FMA)."""
+    one32: np.float32 = np.float32(1.0)
+    """The same for the float32 tile loops."""
+
+
+class Outputs(NamedTuple):
+    """The outputs of :func:`analyse_batch` for a batch of m matrices (:meth:`empty`)."""
+
+    kappa: np.ndarray
+    """(m,) κ(A)."""
+    kappa_half: np.ndarray
+    """(m,) κ(½(I+A)) (condition only)."""
+    n_max: np.ndarray
+    """(m,) int64: pairs i < j with TV_ij ≥ κ − atol (condition only)."""
+    witness: np.ndarray
+    """(m, 2) int64: the pair of smallest defect when it is at most 2·atol, else (-1, -1) (condition only)."""
+    work: np.ndarray
+    """(m,) int64: pairs recomputed in float64 by the screen, -1 where the matrix took the float64 sweep alone."""
+
+    @classmethod
+    def empty(cls, m: int) -> Outputs:
+        return cls(np.empty(m), np.empty(m), np.empty(m, np.int64), np.empty((m, 2), np.int64), np.empty(m, np.int64))
 
 
 def _serial_twin(kernel):
     """``kernel`` compiled again without ``parallel=True``: its ``prange`` loops run as plain loops on the
     calling thread, with the same per-pair arithmetic (the results are the same bit for bit; each pair's sum is
     computed in a fixed order either way). For work spread over threads by the caller, one task per thread
-    (:func:`rollout_equality.dobrushin.serial_kernels`): no OpenMP team is woken, and concurrent calls are safe
-    with every numba threading layer. The twin has its own name, so numba caches it apart."""
+    (``Engine(serial=True)`` of :mod:`rollout_equality.dobrushin`): no OpenMP team is woken, and concurrent calls
+    are safe with every numba threading layer. The twin has its own name, so numba caches it apart."""
     f = kernel.py_func
     name = f"{f.__name__}_serial"
     twin = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
     twin.__qualname__ = name
     twin.__doc__ = f"As :func:`{f.__name__}`, on the calling thread alone."
     return numba.njit(cache=True, nogil=True)(twin)
+
+
+@numba.njit(inline="always", cache=True)
+def _block_at(q, n_blocks):
+    """The q-th block of the balanced order 0, n_blocks − 1, 1, n_blocks − 2, … (module docstring: units of work)."""
+    return q // 2 if q % 2 == 0 else n_blocks - 1 - q // 2
 
 
 @numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
@@ -116,19 +184,15 @@ def _pair_tv(A, out, i, j):
 
 @numba.njit(fastmath=True, cache=True, nogil=True)
 def _tile_tv(A, out, i0, j, one):
-    """TV of rows i0..i0+3 against rows j..j+3 (a 4 × 4 tile of pairs), into out.
+    """TV of rows i0..i0+3 against rows j..j+3 (a 4 × 4 tile of pairs), into out; ``one`` is the run-time 1.0
+    (module docstring: the FMA).
 
     Each loaded element serves four pairs, so the loop is bound by arithmetic rather than by
     reading rows from cache (1.3-1.6× faster than one pair at a time at n = 257 and 1370).
 
-    ``one`` is 1.0, passed at run time: ``s += |x − y| · one`` is the same sum bit for bit
-    (x · 1 + s rounds once, as x + s does), but the compiler cannot drop the product, so the
-    accumulation becomes a fused multiply-add on the FMA units while the subtractions take
-    the adders, instead of all of it queueing on the adders (1.15-1.25× at n = 197-1370).
-
     The sweep (:func:`_block_tv`) and the float64 re-check of screened candidates
     (:func:`_recheck_block`) both call this function, so a pair's sum is taken in the same order
-    (the compiler's vectorised, reassociated order of this loop) by both. Each kernel's module holds
+    (the compiler's vectorised, reassociated order of this loop) by both. A kernel's module holds
     its own copy of it, optimised again there; the vectorised loop keeps its order through that (a
     vectorised loop is not vectorised again), which
     ``test_the_screen_re_checks_as_the_sweep_whichever_kernel_came_from_the_cache`` checks (the pair
@@ -205,15 +269,9 @@ def _block_tv(A, out, i0, one):
 
 @numba.njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _upper_tv_kernel(A, out, one):
-    # Block b (rows 4b..4b+3) costs about n - 4b; pairing block t with the last
-    # but t gives every work item the same cost, so prange's static schedule
-    # stays balanced.
     n_blocks = (A.shape[0] + 3) // 4
-    half = (n_blocks + 1) // 2
-    for t in numba.prange(half):
-        _block_tv(A, out, 4 * t, one)
-        if n_blocks - 1 - t != t:
-            _block_tv(A, out, 4 * (n_blocks - 1 - t), one)
+    for q in numba.prange(n_blocks):
+        _block_tv(A, out, 4 * _block_at(q, n_blocks), one)
 
 
 def upper_tv(A: np.ndarray) -> np.ndarray:
@@ -229,41 +287,17 @@ def upper_tv(A: np.ndarray) -> np.ndarray:
 
 @numba.njit(inline="always", cache=True)
 def _tv_half(A, B, tv_a_ij, i, j):
-    """TV of rows i, j of B = ½(I + A), given TV^A_ij from the sweep over A."""
+    """TV of rows i, j of B = ½(I + A), given TV^A_ij from the sweep over A.
+
+    Row i of B is ½A_i· off the diagonal, so for a pair i < j the two TV sums share every term but k ∈ {i, j}:
+    TV^B_ij is the sweep's sum without those two terms, halved, plus |B_ii − B_ji| + |B_ij − B_jj| read from B's
+    entries (O(1) a pair). This is the definition of TV^B evaluated term by term, not the characterisation it is
+    checked against (which needs no B)."""
     # Σ_k |A_ik − A_jk| over k ∉ {i, j}: the sweep's sum less its two diagonal terms
     off = 2.0 * tv_a_ij - abs(A[i, i] - A[j, i]) - abs(A[i, j] - A[j, j])
     # B's off-diagonal entries are ½A's (exactly, in floating point too); its two
     # diagonal terms are read from B itself
     return 0.5 * (0.5 * off + abs(B[i, i] - B[j, i]) + abs(B[i, j] - B[j, j]))
-
-
-@numba.njit(cache=True, nogil=True)
-def _half_tv_kernel(A, B, tv_a, out):
-    n = A.shape[0]
-    for i in range(n):
-        for j in range(i + 1, n):
-            out[i, j] = _tv_half(A, B, tv_a[i, j], i, j)
-
-
-def upper_tv_pair(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """TV distances of the rows of A and of B = ½(I + A), from one O(n³) sweep.
-
-    A, B: float64 (n, n), B the matrix ½(I + A) built by the caller. Row i of B is
-    ½A_i· off the diagonal, so for a pair i < j the two TV sums share every term
-    but k ∈ {i, j}: the sweep over A (:func:`upper_tv`) gives TV^A_ij, and TV^B_ij
-    is its sum without those two terms, halved, plus |B_ii − B_ji| + |B_ij − B_jj|
-    read from B's entries (O(n²)). This is the definition of TV^B evaluated term
-    by term, not the characterisation it is checked against (which needs no B).
-    Returns (tv_a, tv_b), each (n, n) with the distances in its strict upper triangle.
-    """
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    B = np.ascontiguousarray(B, dtype=np.float64)
-    if B.shape != A.shape:
-        raise ValueError(f"B must have A's shape {A.shape}; got {B.shape}")
-    tv_a = upper_tv(A)
-    tv_b = np.zeros(A.shape, dtype=np.float64)
-    _half_tv_kernel(A, B, tv_a, tv_b)
-    return tv_a, tv_b
 
 
 # ----------------------------------------------------------------------------
@@ -313,21 +347,26 @@ def _half_identity(A, B):
 
 
 @numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
-def _block_kappas(A, B, tv_a, i0, row_ka, row_kb):
-    """κ(A) and κ(B) over the pairs (i, j > i) of rows i0..i0+3, from their TV^A in ``tv_a``.
+def _block_kappas(A, B, tv_a, i0, row_ka, row_kb, condition):
+    """Each row's largest TV^A (into row_ka) and, when ``condition``, TV^B (into row_kb) over the pairs (i, j > i)
+    of rows i0..i0+3, from their TV^A in ``tv_a``.
 
     Row by row along j: TV^A_ij, A_ij and B_ij are read in order; A_ji and B_ji are the block's columns,
     one cache line of row j for all four rows."""
     n = A.shape[0]
     for i in range(i0, min(i0 + 4, n)):
         ka = 0.0
-        kb = 0.0
-        for j in range(i + 1, n):
-            ta = tv_a[i, j]
-            ka = max(ka, ta)
-            kb = max(kb, _tv_half(A, B, ta, i, j))
+        if condition:
+            kb = 0.0
+            for j in range(i + 1, n):
+                ta = tv_a[i, j]
+                ka = max(ka, ta)
+                kb = max(kb, _tv_half(A, B, ta, i, j))
+            row_kb[i] = kb
+        else:
+            for j in range(i + 1, n):
+                ka = max(ka, tv_a[i, j])
         row_ka[i] = ka
-        row_kb[i] = kb
 
 
 @numba.njit(cache=True, nogil=True)
@@ -364,89 +403,6 @@ def _count_and_witness(A, tv_a, row_ka, kappa_a, atol):
     return n_max, wi, wj
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def condition_batch(M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B, tv, one):
-    """The condition test of each matrix of a (batch, n, n) float64 array, in one call.
-
-    Writes, for matrix b: kappa[b] = κ(A), kappa_half[b] = κ(B) of B = ½(I + A) built from A's entries
-    (:func:`_half_identity`) and computed from them (TV^B of each pair as in :func:`upper_tv_pair`),
-    n_max[b] = pairs i < j with TV_ij ≥ κ − atol, witness[b] = (i, j) of smallest defect when it is at
-    most 2·atol, else (-1, -1) (:func:`_count_and_witness`).
-    B, tv: (n, n) float64 work arrays (:func:`workspace`); B ends as the last matrix's ½(I + A), tv holds its
-    TV distances in the strict upper triangle. one: 1.0 (see :func:`_block_tv`).
-    Returns False when an entry is negative or not finite or a row sum is off by more than
-    ``row_sum_atol`` (the outputs are then meaningless; :func:`rollout_equality.dobrushin.check_stochastic`
-    says where).
-
-    The O(n³) sweep and each row's maxima run in one parallel region per matrix (block t with block
-    n_blocks − 1 − t, for balance); everything else is combined in row order, so the result does not
-    depend on the number of threads.
-    """
-    n = M.shape[1]
-    row_ka = np.zeros(n)
-    row_kb = np.zeros(n)
-    n_blocks = (n + 3) // 4
-    half = (n_blocks + 1) // 2
-    valid = np.ones(n_blocks, dtype=np.bool_)
-    for b in range(M.shape[0]):
-        A = M[b]
-        _half_identity(A, B)
-        for t in numba.prange(half):
-            valid[t] = _check_and_sweep(A, tv, t, row_sum_atol, one)
-            _block_kappas(A, B, tv, 4 * t, row_ka, row_kb)
-            u = n_blocks - 1 - t
-            if u != t:
-                valid[u] = _check_and_sweep(A, tv, u, row_sum_atol, one)
-                _block_kappas(A, B, tv, 4 * u, row_ka, row_kb)
-        if not valid.all():
-            return False
-        kappa[b] = row_ka.max()
-        kappa_half[b] = row_kb.max()
-        n_max[b], witness[b, 0], witness[b, 1] = _count_and_witness(A, tv, row_ka, kappa[b], atol)
-    return True
-
-
-condition_batch_serial = _serial_twin(condition_batch)
-
-
-@numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
-def _block_max(tv, i0):
-    n = tv.shape[0]
-    m = 0.0
-    for i in range(i0, min(i0 + 4, n)):
-        for j in range(i + 1, n):
-            if tv[i, j] > m:
-                m = tv[i, j]
-    return m
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def kappa_batch(M, row_sum_atol, kappa, tv, one):
-    """κ of each matrix of a (batch, n, n) float64 array into kappa[b], tv an (n, n) work array, one 1.0; False when
-    the array is not row-stochastic within ``row_sum_atol`` (see :func:`condition_batch`)."""
-    n = M.shape[1]
-    n_blocks = (n + 3) // 4
-    half = (n_blocks + 1) // 2
-    block_max = np.zeros(n_blocks)
-    valid = np.ones(n_blocks, dtype=np.bool_)
-    for b in range(M.shape[0]):
-        A = M[b]
-        for t in numba.prange(half):
-            valid[t] = _check_and_sweep(A, tv, t, row_sum_atol, one)
-            block_max[t] = _block_max(tv, 4 * t)
-            u = n_blocks - 1 - t
-            if u != t:
-                valid[u] = _check_and_sweep(A, tv, u, row_sum_atol, one)
-                block_max[u] = _block_max(tv, 4 * u)
-        if not valid.all():
-            return False
-        kappa[b] = block_max.max()
-    return True
-
-
-kappa_batch_serial = _serial_twin(kappa_batch)
-
-
 # ----------------------------------------------------------------------------
 # Exact float32 screening of the sweep
 # ----------------------------------------------------------------------------
@@ -472,22 +428,6 @@ kappa_batch_serial = _serial_twin(kappa_batch)
 # it). R is the largest row sum computed in float64, times 1 + 2⁻³⁰ (its own rounding, n < 2²⁰).
 # At n = 257, κ ≈ 1: c1·tv32 + c2 ≈ 1.5e-5. The depth n − 1 is the worst case; the compiled order
 # (lanes of 16) has depth about n/16, so the real error is an order of magnitude smaller.
-
-SCREEN_MIN_N = 64
-"""Smaller matrices go straight to the float64 sweep: on one thread, batches of 12 Dirichlet matrices, the
-screened test took 0.7-0.9× the float64 one's speed at n = 8-48, 1.0× at 64, 1.2× at 96 (it pays its extra
-O(n²) passes and the float32 copy before the sweep's O(n³) saving shows)."""
-
-SCREEN_MAX_WORK = 0.25
-"""When a matrix's float64 re-check covers more than this fraction of its pairs (a band full of
-near-ties: nearly uniform matrices), the remaining matrices of the batch take the float64 sweep
-alone, without the float32 pass (its cost is then wasted). Measured on one thread at n = 257 (peaked
-softmax matrices, whose TVs crowd near 1): re-checking 12-30 % of the pairs made the screened test
-0.85-1.1× as fast as the float64 one; at 85-99 % it took 2× as long. The offline suite's matrices
-(trained MiniLM, the untrained controls, their rollouts) re-check one or two tiles, 0.05-0.07 %
-(benchmarks/screen_band.py)."""
-
-SCREEN_MAX_WORK_DEFAULT = SCREEN_MAX_WORK
 
 _U32 = 2.0**-24
 _U64 = 2.0**-53
@@ -659,8 +599,9 @@ def _floor_a(m32, c1, c2, band):
 
 
 @numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
-def _block_screen(A, B, tv32, row32, i0, c1, c2, band, half):
-    """Each row's largest float32 TV into row32 (rows i0..i0+3), and (block maximum, a lower bound of κ(B)).
+def _block_screen(A, B, tv32, row32, i0, c1, c2, band, condition):
+    """Each row's largest float32 TV into row32 (rows i0..i0+3), and (block maximum, a lower bound of κ(B) when
+    ``condition``, else 0).
 
     The lower bound is the largest g(lo_ij) over this block's pairs near its own maximum (hi_ij within the
     tie band of lo of the maximum), g the float64 kernel's :func:`_tv_half`: g is monotone in the TV it is
@@ -673,7 +614,7 @@ def _block_screen(A, B, tv32, row32, i0, c1, c2, band, half):
         row32[i] = _row_max32(tv32, i)
         m = max(m, row32[i])
     mlo = 0.0
-    if half:
+    if condition:
         floor = _floor_a(m, c1, c2, band)
         for i in range(i0, i1):
             if _hi(row32[i], c1, c2) >= floor:
@@ -685,11 +626,11 @@ def _block_screen(A, B, tv32, row32, i0, c1, c2, band, half):
 
 
 @numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
-def _mark_block(A, B, tv32, row32, tv, i0, c1, c2, floor_a, floor_b, half, tiles):
+def _mark_block(A, B, tv32, row32, tv, i0, c1, c2, floor_a, floor_b, condition, tiles):
     """Mark the units of block i0 (see :func:`_block_tv`) that hold a candidate pair, then write -1 (not
     recomputed) into tv for every pair of its rows. Returns (within, tail): the inside pairs, the last columns.
 
-    A candidate may attain κ(A) within the tie band: hi_ij ≥ floor_a; or, when ``half``, may attain κ(B),
+    A candidate may attain κ(A) within the tie band: hi_ij ≥ floor_a; or, when ``condition``, may attain κ(B),
     whose float64 value is at least floor_b: first (no column of A read) g(x) ≤ ½(1 + x) + 2⁻⁴⁷ for the
     float64 kernel's g (|B_ii − B_ji| ≤ ½(1 + |A_ii − A_ji|) and B's rounding, six roundings of values ≤ 4),
     so hi_ij ≥ 2·floor_b − 1 − 2⁻⁴⁶ is needed (2⁻³⁶ is allowed); then g(lo_ij) + (c1·t + c2) + 2⁻⁴⁰ ≥ floor_b
@@ -701,9 +642,9 @@ def _mark_block(A, B, tv32, row32, tv, i0, c1, c2, floor_a, floor_b, half, tiles
     j_end = i1 + 4 * n_tiles
     for c in range(n_tiles):
         tiles[c] = False
-    floor_c = 2.0 * floor_b - 1.0 - 16.0 * _MARGIN if half else np.inf
+    floor_c = 2.0 * floor_b - 1.0 - 16.0 * _MARGIN if condition else np.inf
     least = min(floor_a, floor_c)
-    if half:  # the block's own lower bound of κ(B), from the pairs that pass the first test alone
+    if condition:  # the block's own lower bound of κ(B), from the pairs that pass the first test alone
         for i in range(i0, i1):
             if _hi(row32[i], c1, c2) >= floor_c:
                 for j in range(i + 1, n):
@@ -735,7 +676,7 @@ def _mark_block(A, B, tv32, row32, tv, i0, c1, c2, floor_a, floor_b, half, tiles
 
 
 @numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
-def _reduce_units(A, B, tv, i0, tiles, within, tail, row_ka, row_kb):
+def _reduce_units(A, B, tv, i0, tiles, within, tail, row_ka, row_kb, condition):
     """:func:`_block_kappas` over the recomputed units of block i0 alone, with the same arithmetic (and the
     same results: the maximum of the same values, in another order, is the same float)."""
     n = A.shape[0]
@@ -747,63 +688,60 @@ def _reduce_units(A, B, tv, i0, tiles, within, tail, row_ka, row_kb):
         if within:
             for j in range(i + 1, i1):
                 ka = max(ka, tv[i, j])
-                kb = max(kb, _tv_half(A, B, tv[i, j], i, j))
+                if condition:
+                    kb = max(kb, _tv_half(A, B, tv[i, j], i, j))
         for c in range(n_tiles):
             if tiles[c]:
                 for j in range(i1 + 4 * c, i1 + 4 * c + 4):
                     ka = max(ka, tv[i, j])
-                    kb = max(kb, _tv_half(A, B, tv[i, j], i, j))
+                    if condition:
+                        kb = max(kb, _tv_half(A, B, tv[i, j], i, j))
         if tail:
             for j in range(i1 + 4 * n_tiles, n):
                 ka = max(ka, tv[i, j])
-                kb = max(kb, _tv_half(A, B, tv[i, j], i, j))
+                if condition:
+                    kb = max(kb, _tv_half(A, B, tv[i, j], i, j))
         row_ka[i] = ka
         row_kb[i] = kb
 
 
-@numba.njit(fastmath={"nnan", "ninf", "nsz"}, cache=True, nogil=True)
-def _max_units(tv, i0, tiles, within, tail):
-    """:func:`_block_max` over the recomputed units of block i0 alone."""
-    n = tv.shape[0]
-    i1 = min(i0 + 4, n)
-    n_tiles = (n - i1) // 4 if i1 - i0 == 4 else 0
-    m = 0.0
-    for i in range(i0, i1):
-        if within:
-            for j in range(i + 1, i1):
-                m = max(m, tv[i, j])
-        for c in range(n_tiles):
-            if tiles[c]:
-                for j in range(i1 + 4 * c, i1 + 4 * c + 4):
-                    m = max(m, tv[i, j])
-        if tail:
-            for j in range(i1 + 4 * n_tiles, n):
-                m = max(m, tv[i, j])
-    return m
+# ----------------------------------------------------------------------------
+# The analysis of a batch, both engines
+# ----------------------------------------------------------------------------
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def condition_batch_screened(
-    M, atol, row_sum_atol, kappa, kappa_half, n_max, witness, B, tv, A32, tv32, one, one32, max_work, min_n, work
-):
-    """:func:`condition_batch` with the sweep screened in float32: the same outputs bit for bit.
+def analyse_batch(M, settings, kappa, kappa_half, n_max, witness, work, B, tv, A32, tv32):
+    """The condition test (or κ alone) of each matrix of a (batch, n, n) float64 array, in one call.
 
-    Per matrix: validation and the float32 copy of the rows; the float32 sweep (:func:`_block_tv32`) with
-    each pair's lower bound of TV^B; then, per block of rows, the candidate pairs (those whose float64 TV can
-    lie within 2·atol of κ(A), the band the count and the witness look at, or can attain κ(B); bound:
-    :func:`screen_bound`) have their units recomputed in float64 by the float64 sweep's own code, and κ(A),
-    κ(B), the count and the witness are taken from those exactly as :func:`condition_batch` takes them from
-    every pair (a pair outside the band cannot change any of them). Pairs not recomputed hold -1 in tv.
-    A32, tv32: (n, n) float32 work arrays; one32: np.float32(1.0). work[b]: pairs recomputed in float64 for
-    matrix b, or -1 where it took the float64 sweep alone: n < ``min_n`` (:data:`SCREEN_MIN_N`), a row sum
-    above 2, or a previous matrix of the batch re-checked more than ``max_work`` (:data:`SCREEN_MAX_WORK`) of
-    its pairs.
+    settings: :class:`Settings`. Writes, for matrix b, the fields of :class:`Outputs`: kappa[b] = κ(A); with
+    ``settings.condition`` also kappa_half[b] = κ(B) of B = ½(I + A) built from A's entries
+    (:func:`_half_identity`) and computed from them (TV^B of each pair by :func:`_tv_half`), n_max[b] = pairs
+    i < j with TV_ij ≥ κ − atol, witness[b] = (i, j) of smallest defect when it is at most 2·atol, else (-1, -1)
+    (:func:`_count_and_witness`); work[b] = pairs recomputed in float64 by the screen, or -1 where the matrix
+    took the float64 sweep alone: the float64 engine, n < ``screen_min_n``, a row sum above 2, or a previous
+    matrix of the batch re-checked more than ``screen_max_work`` of its pairs.
+    B, tv, A32, tv32: a :class:`Workspace` (n, n); tv ends with the last matrix's TVs in its strict upper
+    triangle (with the screen: -1 where a pair was not recomputed in float64).
+    Returns False when an entry is negative or not finite or a row sum is off by more than
+    ``row_sum_atol`` (the outputs are then meaningless; :func:`rollout_equality.dobrushin.check_stochastic`
+    says where).
+
+    Per matrix, the float64 engine validates and sweeps each block of rows and takes its rows' maxima in one
+    parallel region. The screen validates the rows while copying them to float32; sweeps them in float32
+    (:func:`_block_tv32`), with each block's largest TV and a lower bound of κ(B) (:func:`_block_screen`); then,
+    block by block, the candidate pairs (those whose float64 TV can lie within 2·atol of κ(A), the band the
+    count and the witness look at, or can attain κ(B); bound: :func:`screen_bound`) have their units recomputed
+    in float64 by the float64 sweep's own code (:func:`_mark_block`, :func:`_recheck_block`) and reduced
+    exactly as the float64 engine reduces every pair (:func:`_reduce_units`): a pair outside the band cannot
+    change any output. Everything else is combined in row order, so no result depends on the number of threads.
     """
+    condition, atol, row_sum_atol = settings.condition, settings.atol, settings.row_sum_atol
+    one, one32 = settings.one, settings.one32
     n = M.shape[1]
+    n_blocks = (n + 3) // 4
     row_ka = np.zeros(n)
     row_kb = np.zeros(n)
-    n_blocks = (n + 3) // 4
-    half = (n_blocks + 1) // 2
     valid = np.ones(n_blocks, dtype=np.bool_)
     top = np.zeros(n_blocks)
     m32 = np.zeros(n_blocks)
@@ -814,134 +752,57 @@ def condition_batch_screened(
     tail = np.zeros(n_blocks, dtype=np.bool_)
     row32 = np.zeros(n)
     pairs = n * (n - 1) // 2
-    screen = n >= min_n
+    band = 2.0 * atol if condition else 0.0  # κ alone needs no tie band
+    screen = settings.screen and n >= settings.screen_min_n
     for b in range(M.shape[0]):
         A = M[b]
-        _half_identity(A, B)
-        if not screen:
-            work[b] = -1
-            for t in numba.prange(half):
-                valid[t] = _check_and_sweep(A, tv, t, row_sum_atol, one)
-                _block_kappas(A, B, tv, 4 * t, row_ka, row_kb)
-                u = n_blocks - 1 - t
-                if u != t:
-                    valid[u] = _check_and_sweep(A, tv, u, row_sum_atol, one)
-                    _block_kappas(A, B, tv, 4 * u, row_ka, row_kb)
-            if not valid.all():
-                return False
-        else:
-            for t in numba.prange(n_blocks):
+        if condition:
+            _half_identity(A, B)
+        screened = False
+        if screen:  # validate while copying to float32; the bound needs row sums ≤ 2
+            for q in numba.prange(n_blocks):
+                t = _block_at(q, n_blocks)
                 valid[t], top[t] = _check_and_copy(A, A32, 4 * t, min(4 * t + 4, n), row_sum_atol)
             if not valid.all():
                 return False
-            if top.max() > 2.0:
-                work[b] = -1
-                for t in numba.prange(half):
+            screened = top.max() <= 2.0
+        if screened:
+            c1, c2 = screen_bound(n, top.max())
+            for q in numba.prange(n_blocks):
+                t = _block_at(q, n_blocks)
+                _block_tv32(A32, tv32, 4 * t, one32)
+                m32[t], mlo[t] = _block_screen(A, B, tv32, row32, 4 * t, c1, c2, band, condition)
+            floor_a = _floor_a(m32.max(), c1, c2, band)
+            floor_b = mlo.max()
+            for q in numba.prange(n_blocks):
+                t = _block_at(q, n_blocks)
+                within[t], tail[t] = _mark_block(
+                    A, B, tv32, row32, tv, 4 * t, c1, c2, floor_a, floor_b, condition, tiles[t]
+                )
+                done[t] = _recheck_block(A, tv, 4 * t, tiles[t], within[t], tail[t], one)
+                _reduce_units(A, B, tv, 4 * t, tiles[t], within[t], tail[t], row_ka, row_kb, condition)
+            work[b] = done.sum()
+            if work[b] > settings.screen_max_work * pairs:
+                screen = False  # a band full of near-ties: the rest of the batch takes the float64 sweep
+        else:
+            work[b] = -1
+            for q in numba.prange(n_blocks):
+                t = _block_at(q, n_blocks)
+                if screen:  # validated above
                     _block_tv(A, tv, 4 * t, one)
-                    _block_kappas(A, B, tv, 4 * t, row_ka, row_kb)
-                    u = n_blocks - 1 - t
-                    if u != t:
-                        _block_tv(A, tv, 4 * u, one)
-                        _block_kappas(A, B, tv, 4 * u, row_ka, row_kb)
-            else:
-                c1, c2 = screen_bound(n, top.max())
-                band = 2.0 * atol
-                for t in numba.prange(half):
-                    _block_tv32(A32, tv32, 4 * t, one32)
-                    m32[t], mlo[t] = _block_screen(A, B, tv32, row32, 4 * t, c1, c2, band, True)
-                    u = n_blocks - 1 - t
-                    if u != t:
-                        _block_tv32(A32, tv32, 4 * u, one32)
-                        m32[u], mlo[u] = _block_screen(A, B, tv32, row32, 4 * u, c1, c2, band, True)
-                floor_a = _floor_a(m32.max(), c1, c2, band)
-                floor_b = mlo.max()
-                for t in numba.prange(n_blocks):
-                    within[t], tail[t] = _mark_block(
-                        A, B, tv32, row32, tv, 4 * t, c1, c2, floor_a, floor_b, True, tiles[t]
-                    )
-                    done[t] = _recheck_block(A, tv, 4 * t, tiles[t], within[t], tail[t], one)
-                    _reduce_units(A, B, tv, 4 * t, tiles[t], within[t], tail[t], row_ka, row_kb)
-                work[b] = done.sum()
-                if work[b] > max_work * pairs:
-                    screen = False
+                else:
+                    valid[t] = _check_and_sweep(A, tv, t, row_sum_atol, one)
+                _block_kappas(A, B, tv, 4 * t, row_ka, row_kb, condition)
+            if not valid.all():
+                return False
         kappa[b] = row_ka.max()
-        kappa_half[b] = row_kb.max()
-        n_max[b], witness[b, 0], witness[b, 1] = _count_and_witness(A, tv, row_ka, kappa[b], atol)
+        if condition:
+            kappa_half[b] = row_kb.max()
+            n_max[b], witness[b, 0], witness[b, 1] = _count_and_witness(A, tv, row_ka, kappa[b], atol)
     return True
 
 
-condition_batch_screened_serial = _serial_twin(condition_batch_screened)
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def kappa_batch_screened(M, row_sum_atol, kappa, tv, A32, tv32, one, one32, max_work, min_n, work):
-    """:func:`kappa_batch` with the sweep screened in float32 (as :func:`condition_batch_screened`, with no
-    tie band: only the maximum is wanted): the same κ bit for bit. work[b] as there."""
-    n = M.shape[1]
-    n_blocks = (n + 3) // 4
-    half = (n_blocks + 1) // 2
-    block_max = np.zeros(n_blocks)
-    valid = np.ones(n_blocks, dtype=np.bool_)
-    top = np.zeros(n_blocks)
-    m32 = np.zeros(n_blocks)
-    done = np.zeros(n_blocks, dtype=np.int64)
-    tiles = np.zeros((n_blocks, n // 4 + 1), dtype=np.bool_)
-    within = np.zeros(n_blocks, dtype=np.bool_)
-    tail = np.zeros(n_blocks, dtype=np.bool_)
-    row32 = np.zeros(n)
-    pairs = n * (n - 1) // 2
-    screen = n >= min_n
-    for b in range(M.shape[0]):
-        A = M[b]
-        if not screen:
-            work[b] = -1
-            for t in numba.prange(half):
-                valid[t] = _check_and_sweep(A, tv, t, row_sum_atol, one)
-                block_max[t] = _block_max(tv, 4 * t)
-                u = n_blocks - 1 - t
-                if u != t:
-                    valid[u] = _check_and_sweep(A, tv, u, row_sum_atol, one)
-                    block_max[u] = _block_max(tv, 4 * u)
-            if not valid.all():
-                return False
-        else:
-            for t in numba.prange(n_blocks):
-                valid[t], top[t] = _check_and_copy(A, A32, 4 * t, min(4 * t + 4, n), row_sum_atol)
-            if not valid.all():
-                return False
-            if top.max() > 2.0:
-                work[b] = -1
-                for t in numba.prange(half):
-                    _block_tv(A, tv, 4 * t, one)
-                    block_max[t] = _block_max(tv, 4 * t)
-                    u = n_blocks - 1 - t
-                    if u != t:
-                        _block_tv(A, tv, 4 * u, one)
-                        block_max[u] = _block_max(tv, 4 * u)
-            else:
-                c1, c2 = screen_bound(n, top.max())
-                for t in numba.prange(half):
-                    _block_tv32(A32, tv32, 4 * t, one32)
-                    m32[t] = _block_screen(A, A, tv32, row32, 4 * t, c1, c2, 0.0, False)[0]
-                    u = n_blocks - 1 - t
-                    if u != t:
-                        _block_tv32(A32, tv32, 4 * u, one32)
-                        m32[u] = _block_screen(A, A, tv32, row32, 4 * u, c1, c2, 0.0, False)[0]
-                floor_a = _floor_a(m32.max(), c1, c2, 0.0)
-                for t in numba.prange(n_blocks):
-                    within[t], tail[t] = _mark_block(
-                        A, A, tv32, row32, tv, 4 * t, c1, c2, floor_a, 0.0, False, tiles[t]
-                    )
-                    done[t] = _recheck_block(A, tv, 4 * t, tiles[t], within[t], tail[t], one)
-                    block_max[t] = _max_units(tv, 4 * t, tiles[t], within[t], tail[t])
-                work[b] = done.sum()
-                if work[b] > max_work * pairs:
-                    screen = False
-        kappa[b] = block_max.max()
-    return True
-
-
-kappa_batch_screened_serial = _serial_twin(kappa_batch_screened)
+analyse_batch_serial = _serial_twin(analyse_batch)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from rollout_equality.dobrushin import call_serially, equality_condition
+from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine, equality_condition
 from rollout_equality.io import progress
 
 log = logging.getLogger(__name__)
@@ -41,14 +41,16 @@ def random_stochastic(n: int, trial: int, seed: int) -> np.ndarray:
     return rng.dirichlet(np.ones(n), size=n)
 
 
-def count_holds(n: int, start: int, stop: int, seed: int, atol: float) -> tuple[int, int]:
-    """Run trials start..stop-1 of size n.
+def count_holds(
+    n: int, start: int, stop: int, seed: int, atol: float, engine: Engine = DEFAULT_ENGINE
+) -> tuple[int, int]:
+    """Run trials start..stop-1 of size n (analysed with ``engine``).
 
     Returns (trials where the condition holds, trials where the characterisation
     and the direct computation disagree).
     """
     batch = np.stack([random_stochastic(n, t, seed) for t in range(start, stop)])
-    result = equality_condition(batch, atol=atol)
+    result = equality_condition(batch, atol=atol, engine=engine)
     return int(result.holds.sum()), int((result.holds != result.holds_direct).sum())
 
 
@@ -92,8 +94,8 @@ def random_baseline(
     ``chunk_size`` bounds memory (chunk_size · n² floats at a time) and does
     not change the result, nor does ``workers``: with more than one, chunks run side by side on that many
     threads, each drawing its matrices (numpy's generators release the GIL) and testing them on its own
-    thread (:func:`rollout_equality.dobrushin.serial_kernels`). Raises ValueError if the characterisation and the
-    direct computation disagree on any trial: that is a bug or a tolerance too
+    thread (a serial :class:`rollout_equality.dobrushin.Engine`). Raises ValueError if the characterisation and
+    the direct computation disagree on any trial: that is a bug or a tolerance too
     tight for float64 rounding, not a result.
     """
     ns = _validate(ns, trials, chunk_size)
@@ -105,7 +107,7 @@ def random_baseline(
     bar = progress(None, total=len(chunks), desc="random baseline", unit="chunk", disable=not show_progress)
     with bar, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="baseline") as pool:
         # one worker: the kernels' own threads; several: each chunk on its worker's thread alone
-        run = count_holds if workers == 1 else partial(call_serially, count_holds)
+        run = partial(count_holds, engine=Engine(serial=workers > 1))
         # at most a few chunks in flight per worker: memory stays bounded by chunk_size
         pending: deque = deque()
         for n, start, stop in chunks:

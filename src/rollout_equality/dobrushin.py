@@ -18,12 +18,12 @@ entries at most 1 (row sums play no part),
 So κ(B) = ½(1 + κ(A)) **iff** some pair i ≠ j with TV_ij = κ(A) is *mutually
 self-dominant*: A_ii ≥ A_ji and A_jj ≥ A_ij. :func:`equality_condition` reports
 this characterisation (``holds``) next to an independent check that computes
-κ(B) from B's own entries (``holds_direct``). On the CPU both TV matrices come
-from one O(n³) sweep: B's rows are ½A's off the diagonal, so the sweep's sum
-over k ∉ {i, j} serves both, and B's two diagonal terms of each pair are read
-from B (:func:`rollout_equality._kernels.upper_tv_pair`); validation, the
-sweep and every reduction of a whole batch run in one compiled call
-(:func:`rollout_equality._kernels.condition_batch`).
+κ(B) from B's own entries (``holds_direct``). Both TV matrices come from one
+O(n³) sweep: B's rows are ½A's off the diagonal, so the sweep's sum over
+k ∉ {i, j} serves both, and B's two diagonal terms of each pair are read from B
+(:func:`rollout_equality._kernels._tv_half`); validation, the sweep and every
+reduction of a whole batch run in one compiled call
+(:func:`rollout_equality._kernels.analyse_batch`).
 
 Tolerance semantics (``atol``, a config value, default :data:`DEFAULT_ATOL`)
 --------------------------------------------------------------------------
@@ -63,100 +63,66 @@ Inputs
 ------
 numpy arrays or torch tensors of shape (..., n, n), batched over leading
 dimensions. Everything is validated (see :func:`check_stochastic`) and analysed
-in float64. CUDA tensors are analysed on their device with ``torch.cdist``
-(float64); everything else on the CPU with a compiled kernel, whose O(n³) sweep
-is screened in float32 and decided in float64 (the float64 sweep's results bit for
-bit, :func:`float64_sweep` being the reference; see :mod:`rollout_equality._kernels`).
-Nothing is silently renormalised.
+in float64 on the CPU (a tensor on a GPU is copied to the CPU first) by a
+compiled kernel. How it computes is an :class:`Engine`, passed per call; every
+engine gives the same results bit for bit. Nothing is silently renormalised.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from rollout_equality import _kernels
-from rollout_equality._kernels import _count_and_witness, upper_tv, workspace
-
-_thread = threading.local()
+from rollout_equality._kernels import Outputs, Settings, upper_tv, workspace
 
 
-@contextlib.contextmanager
-def serial_kernels() -> Iterator[None]:
-    """Within this block, this thread's CPU analysis runs on this thread alone.
+@dataclass(frozen=True)
+class Engine:
+    """How the CPU analysis computes: passed to each call (default :data:`DEFAULT_ENGINE`), never process-wide.
 
-    The compiled kernels spread each matrix's work over numba's threads by default. A caller that
-    already spreads its work over threads (one task per thread, e.g. the two token sets of each input
-    of a batch, :func:`rollout_equality.records.analyse_inputs`) uses this in each task instead: the
-    same kernels compiled without ``parallel=True``, so no second thread pool competes for the cores.
-    The results are the same bit for bit. Other threads are not affected.
-    """
-    previous = getattr(_thread, "serial", False)
-    _thread.serial = True
-    try:
-        yield
-    finally:
-        _thread.serial = previous
+    Every engine gives the float64 sweep's results bit for bit (tests/test_screening.py); the choice changes
+    the speed alone."""
 
+    screen: bool = True
+    """Screen the O(n³) sweep in float32 and decide in float64 (:mod:`rollout_equality._kernels`): about half the
+    sweep's arithmetic. False: every pair's TV from the float64 sweep, the reference."""
 
-_float64_only = False
-"""Whether the CPU analysis takes every pair's TV from the float64 sweep alone (:func:`float64_sweep`, the
-reference). By default it screens the sweep in float32 and decides in float64 from n =
-:data:`rollout_equality._kernels.SCREEN_MIN_N`: the same results bit for bit (tests/test_screening.py; the one
-mismatch once seen in a full test run came from the pair sums' order depending on whether a kernel was compiled in
-the process or loaded from numba's cache, fixed in :func:`rollout_equality._kernels._pair_sum`)."""
+    screen_min_n: int = 64
+    """Smaller matrices go straight to the float64 sweep: on one thread, batches of 12 Dirichlet matrices, the
+    screened test took 0.7-0.9× the float64 one's speed at n = 8-48, 1.0× at 64, 1.2× at 96 (it pays its extra
+    O(n²) passes and the float32 copy before the sweep's O(n³) saving shows)."""
 
+    screen_max_work: float = 0.25
+    """When a matrix's float64 re-check covers more than this fraction of its pairs (a band full of near-ties:
+    nearly uniform matrices), the remaining matrices of the batch take the float64 sweep alone, without the
+    float32 pass (its cost is then wasted). Measured on one thread at n = 257 (peaked softmax matrices, whose TVs
+    crowd near 1): re-checking 12-30 % of the pairs made the screened test 0.85-1.1× as fast as the float64 one;
+    at 85-99 % it took 2× as long. The offline suite's matrices (trained MiniLM, the untrained controls, their
+    rollouts) re-check one or two tiles, 0.05-0.07 % (benchmarks/screen_band.py)."""
 
-@contextlib.contextmanager
-def _sweep(float64_only: bool) -> Iterator[None]:
-    global _float64_only
-    previous = _float64_only
-    _float64_only = float64_only
-    try:
-        yield
-    finally:
-        _float64_only = previous
+    serial: bool = False
+    """Run on the calling thread alone (the kernels compiled without ``parallel=True``: the same results bit for
+    bit). For a caller that already spreads its work over threads, one task per thread (e.g. the two token sets
+    of each input of a batch, :func:`rollout_equality.records.analyse_inputs`), so that no second thread pool
+    competes for the cores. False: each matrix's work is spread over numba's threads."""
 
-
-def float64_sweep() -> contextlib.AbstractContextManager[None]:
-    """Within this block, the CPU analysis takes every pair's TV from the float64 sweep alone
-    (:func:`rollout_equality._kernels.condition_batch`, :func:`~rollout_equality._kernels.kappa_batch`): the
-    reference the default, screened kernels give bit for bit. The switch is process-wide (the analysis of a batch runs on worker threads), so it is meant
-    for tests and benchmarks, not for toggling while others analyse."""
-    return _sweep(True)
+    def __post_init__(self) -> None:
+        if not self.screen_min_n >= 1:
+            raise ValueError(f"screen_min_n must be at least 1; got {self.screen_min_n}")
+        if not self.screen_max_work >= 0:
+            raise ValueError(f"screen_max_work must be non-negative (inf: never fall back); got {self.screen_max_work}")
 
 
-def screened_sweep() -> contextlib.AbstractContextManager[None]:
-    """Within this block, the CPU analysis screens the sweep in float32 and decides in float64
-    (:func:`rollout_equality._kernels.condition_batch_screened`): the float64 sweep's results bit for bit at about
-    half its arithmetic, as by default (see :data:`_float64_only`); process-wide as :func:`float64_sweep`."""
-    return _sweep(False)
+DEFAULT_ENGINE = Engine()
+"""The engine of every analysis unless a caller passes another: the float32 screen, spread over numba's threads."""
 
 
-def _screened(n: int) -> bool:
-    """Whether (n, n) matrices go through the screened kernels (smaller ones gain nothing from it)."""
-    return not _float64_only and n >= _kernels.SCREEN_MIN_N
-
-
-def _screen_limits() -> tuple[float, int]:
-    """(max_work, min_n) of the screened kernels, read at each call (tests change them)."""
-    return float(_kernels.SCREEN_MAX_WORK), int(_kernels.SCREEN_MIN_N)
-
-
-def call_serially(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` inside :func:`serial_kernels`: a task for a thread pool of the caller's."""
-    with serial_kernels():
-        return fn(*args, **kwargs)
-
-
-def _kernel(name: str):
-    """The compiled kernel ``name`` of :mod:`rollout_equality._kernels`, its serial twin inside
-    :func:`serial_kernels`."""
-    return getattr(_kernels, f"{name}_serial" if getattr(_thread, "serial", False) else name)
+def _kernel(name: str, engine: Engine):
+    """The compiled kernel ``name`` of :mod:`rollout_equality._kernels`, its serial twin for a serial engine."""
+    return getattr(_kernels, f"{name}_serial" if engine.serial else name)
 
 
 DEFAULT_ATOL = 1e-9
@@ -177,11 +143,8 @@ def _is_torch(A: Any) -> bool:
     return type(A).__module__.split(".")[0] == "torch"
 
 
-def _is_cuda(A: Any) -> bool:
-    return _is_torch(A) and A.is_cuda
-
-
 def _to_numpy64(A: Any) -> np.ndarray:
+    """A as float64 numpy; a torch tensor (on any device) is copied to the CPU."""
     if _is_torch(A):
         return A.detach().to("cpu").double().numpy()
     return np.asarray(A, dtype=np.float64)
@@ -240,22 +203,6 @@ def check_stochastic(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, name: s
 # ----------------------------------------------------------------------------
 
 
-def _cuda_tv(M: np.ndarray, device: Any) -> np.ndarray:
-    """Full TV matrices of a float64 (batch, n, n) array, computed on a CUDA device."""
-    import torch
-
-    T = torch.as_tensor(M, dtype=torch.float64, device=device)
-    return (0.5 * torch.cdist(T, T, p=1.0)).cpu().numpy()
-
-
-def _tv_flat(M: np.ndarray, device_tensor: Any = None) -> np.ndarray:
-    """Full symmetric TV matrices of a float64 (batch, n, n) array."""
-    if device_tensor is not None:
-        return _cuda_tv(M, device_tensor.device)
-    tv = np.stack([upper_tv(m) for m in M])
-    return tv + np.swapaxes(tv, 1, 2)
-
-
 def pairwise_tv(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarray:
     """Total-variation distances ½ Σ_k |A_ik − A_jk| between all pairs of rows.
 
@@ -263,53 +210,53 @@ def pairwise_tv(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarra
     """
     M = check_stochastic(A, row_sum_atol)
     n = M.shape[-1]
-    tv = _tv_flat(M.reshape(-1, n, n), A if _is_cuda(A) else None)
-    return tv.reshape(M.shape)
+    tv = np.stack([upper_tv(m) for m in M.reshape(-1, n, n)])
+    return (tv + np.swapaxes(tv, 1, 2)).reshape(M.shape)
 
 
-def _kappa_cpu(M: np.ndarray, row_sum_atol: float, work: np.ndarray | None = None) -> np.ndarray:
-    """κ of each matrix of a float64 (..., n, n) array (of shape (...)), from one compiled call that also
-    validates it (:func:`rollout_equality._kernels.kappa_batch_screened`, or
-    :func:`~rollout_equality._kernels.kappa_batch` inside :func:`float64_sweep`); a bad entry or row sum
-    raises ValueError. work: where given, a (batch,) int64 array that receives each matrix's pairs
-    recomputed in float64 (-1: the float64 sweep alone)."""
-    M = np.ascontiguousarray(M, dtype=np.float64)
-    flat = M.reshape(-1, M.shape[-1], M.shape[-1])
-    k = np.empty(len(flat))
-    _, tv, a32, tv32 = workspace(M.shape[-1])
-    if _screened(flat.shape[-1]):
-        work = np.empty(len(flat), dtype=np.int64) if work is None else work
-        kernel = _kernel("kappa_batch_screened")
-
-        def run(tolerance: float) -> bool:
-            return kernel(flat, tolerance, k, tv, a32, tv32, 1.0, np.float32(1.0), *_screen_limits(), work)
-
-    else:
-        if work is not None:
-            work[:] = -1
-        kernel = _kernel("kappa_batch")
-
-        def run(tolerance: float) -> bool:
-            return kernel(flat, tolerance, k, tv, 1.0)
-
-    if not run(row_sum_atol):
+def _analyse(
+    M: np.ndarray,
+    atol: float,
+    row_sum_atol: float,
+    engine: Engine,
+    *,
+    condition: bool,
+    work: np.ndarray | None = None,
+) -> Outputs:
+    """The kernel's :class:`~rollout_equality._kernels.Outputs` for each matrix of a float64 (..., n, n) array
+    (C-contiguous, else copied), flattened over the batch, from one compiled call that also validates it
+    (:func:`rollout_equality._kernels.analyse_batch`): the condition test, or κ alone (``condition`` False).
+    A bad entry or row sum raises ValueError. work: where given, a (batch,) int64 array that receives each
+    matrix's pairs recomputed in float64 (-1: the float64 sweep alone)."""
+    n = M.shape[-1]
+    flat = np.ascontiguousarray(M, dtype=np.float64).reshape(-1, n, n)
+    out = Outputs.empty(len(flat))
+    if work is not None:
+        out = out._replace(work=work)
+    settings = Settings(
+        condition=bool(condition),
+        atol=float(atol),
+        row_sum_atol=float(row_sum_atol),
+        screen=bool(engine.screen),
+        screen_min_n=int(engine.screen_min_n),
+        screen_max_work=float(engine.screen_max_work),
+    )
+    kernel = _kernel("analyse_batch", engine)
+    if not kernel(flat, settings, *out, *workspace(n)):
         check_stochastic(M, row_sum_atol)  # says where
-        run(np.inf)  # as in _condition_cpu
-    return k.reshape(M.shape[:-2])
+        # numpy's row sums (pairwise) passed where the kernel's did not: rounding at the boundary
+        kernel(flat, settings._replace(row_sum_atol=np.inf), *out, *workspace(n))
+    return out
 
 
-def kappa(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> float | np.ndarray:
+def kappa(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, engine: Engine = DEFAULT_ENGINE) -> float | np.ndarray:
     """Dobrushin coefficient κ(A) = max_{i,j} TV_ij.
 
     A: (..., n, n) row-stochastic. Returns a float for one matrix, else an array
     of shape (...). κ of a 1 × 1 matrix is 0.
     """
-    if _is_cuda(A):
-        M = check_stochastic(A, row_sum_atol)
-        n = M.shape[-1]
-        k = _cuda_tv(M.reshape(-1, n, n), A.device).max(axis=(1, 2)).reshape(M.shape[:-2])
-    else:
-        k = _kappa_cpu(_as_matrices(A, row_sum_atol), row_sum_atol)
+    M = _as_matrices(A, row_sum_atol)
+    k = _analyse(M, 0.0, row_sum_atol, engine, condition=False).kappa.reshape(M.shape[:-2])
     return float(k) if k.ndim == 0 else k
 
 
@@ -353,7 +300,7 @@ class ConditionResult:
 
 
 def equality_condition(
-    A: Any, atol: float = DEFAULT_ATOL, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL
+    A: Any, atol: float = DEFAULT_ATOL, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, engine: Engine = DEFAULT_ENGINE
 ) -> ConditionResult:
     """Test when κ(½(I+A)) = ½(1 + κ(A)), by the characterisation and directly.
 
@@ -362,13 +309,9 @@ def equality_condition(
     """
     if not atol >= 0:
         raise ValueError(f"atol must be non-negative; got {atol}")
-    if _is_cuda(A):
-        M = check_stochastic(A, row_sum_atol)
-        kap, kappa_half, n_max_pairs, witness = _condition_cuda(M, atol, A.device)
-    else:
-        M = _as_matrices(A, row_sum_atol)
-        kap, kappa_half, n_max_pairs, witness = _condition_cpu(M, atol, row_sum_atol)
-    return _result(M.shape, kap, kappa_half, n_max_pairs, witness, atol)
+    M = _as_matrices(A, row_sum_atol)
+    out = _analyse(M, atol, row_sum_atol, engine, condition=True)
+    return _result(M.shape, out.kappa, out.kappa_half, out.n_max, out.witness, atol)
 
 
 def _as_matrices(A: Any, row_sum_atol: float) -> np.ndarray:
@@ -377,60 +320,6 @@ def _as_matrices(A: Any, row_sum_atol: float) -> np.ndarray:
     if M.ndim < 2 or M.shape[-1] != M.shape[-2] or M.shape[-1] == 0 or row_sum_atol < 0:
         check_stochastic(M, row_sum_atol)  # raises, naming the problem
     return M
-
-
-def _condition_cpu(M: np.ndarray, atol: float, row_sum_atol: float, work: np.ndarray | None = None):
-    """(κ(A), κ(B), pairs attaining κ, witness) of each matrix of a C-contiguous float64 (..., n, n) array,
-    flattened over the batch, from one compiled call that also validates it
-    (:func:`rollout_equality._kernels.condition_batch_screened`, or
-    :func:`~rollout_equality._kernels.condition_batch` inside :func:`float64_sweep`: the same results bit
-    for bit); a bad entry or row sum raises ValueError. work: as in :func:`_kappa_cpu`."""
-    flat = M.reshape(-1, M.shape[-1], M.shape[-1])
-    m = len(flat)
-    kap, kappa_half = np.empty(m), np.empty(m)
-    n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
-    B, tv, a32, tv32 = workspace(flat.shape[-1])
-    out = (kap, kappa_half, n_max_pairs, witness)
-    if _screened(flat.shape[-1]):
-        work = np.empty(m, dtype=np.int64) if work is None else work
-        kernel = _kernel("condition_batch_screened")
-
-        def run(tolerance: float) -> bool:
-            return kernel(flat, atol, tolerance, *out, B, tv, a32, tv32, 1.0, np.float32(1.0), *_screen_limits(), work)
-
-    else:
-        if work is not None:
-            work[:] = -1
-        kernel = _kernel("condition_batch")
-
-        def run(tolerance: float) -> bool:
-            return kernel(flat, atol, tolerance, *out, B, tv, 1.0)
-
-    if not run(row_sum_atol):
-        check_stochastic(M, row_sum_atol)  # says where
-        run(np.inf)  # numpy's row sums (pairwise) passed where the kernel's did not: rounding at the boundary
-    return kap, kappa_half, n_max_pairs, witness
-
-
-def _condition_cuda(M: np.ndarray, atol: float, device: Any):
-    """As :func:`_condition_cpu` for a validated array, with both TV matrices computed on a CUDA device (B built
-    from A's entries)."""
-    n = M.shape[-1]
-    flat = M.reshape(-1, n, n)
-    B = 0.5 * (np.eye(n) + flat)
-    tv_a_all = _cuda_tv(flat, device)
-    tv_b_all = _cuda_tv(B, device)
-    m = len(flat)
-    kap, kappa_half = np.empty(m), np.empty(m)
-    n_max_pairs, witness = np.empty(m, dtype=np.int64), np.empty((m, 2), dtype=np.int64)
-    upper = np.triu(np.ones((n, n), dtype=bool), k=1)
-    for b in range(m):
-        tv = np.where(upper, tv_a_all[b], 0.0)
-        row_ka = tv.max(axis=1)
-        kap[b] = row_ka.max()
-        kappa_half[b] = tv_b_all[b][upper].max() if n > 1 else 0.0
-        n_max_pairs[b], witness[b, 0], witness[b, 1] = _count_and_witness(flat[b], tv, row_ka, kap[b], atol)
-    return kap, kappa_half, n_max_pairs, witness
 
 
 def _result(shape: tuple[int, ...], kap, kappa_half, n_max_pairs, witness, atol: float) -> ConditionResult:
@@ -471,7 +360,9 @@ def _result(shape: tuple[int, ...], kap, kappa_half, n_max_pairs, witness, atol:
 # ----------------------------------------------------------------------------
 
 
-def restrict(A: Any, keep: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarray:
+def restrict(
+    A: Any, keep: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, engine: Engine = DEFAULT_ENGINE
+) -> np.ndarray:
     """The block of A on the kept tokens, each row renormalised to sum to 1.
 
     A: (..., n, n) row-stochastic. keep: boolean mask of shape (n,) or integer
@@ -502,7 +393,7 @@ def restrict(A: Any, keep: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> n
     flat = np.ascontiguousarray(M).reshape(-1, n, n)
     out = np.empty((len(flat), idx.size, idx.size))
     mass = np.empty((len(flat), idx.size))
-    _kernel("restrict_rows")(flat, np.ascontiguousarray(idx, dtype=np.int64), out, mass)
+    _kernel("restrict_rows", engine)(flat, np.ascontiguousarray(idx, dtype=np.int64), out, mass)
     empty = (mass <= 0).reshape(M.shape[:-2] + (idx.size,))
     if empty.any():
         pos = np.argwhere(empty)[0]
@@ -557,20 +448,22 @@ def _stack_layers(layers: Sequence[Any] | Any, row_sum_atol: float) -> np.ndarra
     return np.stack(mats)
 
 
-def rollout_kappa(layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarray:
+def rollout_kappa(
+    layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, engine: Engine = DEFAULT_ENGINE
+) -> np.ndarray:
     """κ(R_l) for the rollout R_l = B_l ⋯ B_0, B_l = ½(I + A_l), at every depth l.
 
     layers: a sequence of L matrices of shape (..., n, n), or an array (L, ..., n, n).
     Returns an array of shape (L, ...).
     """
-    return _rollout_kappa(_stack_layers(layers, row_sum_atol), row_sum_atol)
+    return _rollout_kappa(_stack_layers(layers, row_sum_atol), row_sum_atol, engine)
 
 
-def _rollout_kappa(stack: np.ndarray, row_sum_atol: float) -> np.ndarray:
+def _rollout_kappa(stack: np.ndarray, row_sum_atol: float, engine: Engine = DEFAULT_ENGINE) -> np.ndarray:
     """:func:`rollout_kappa` of a validated float64 stack (L, ..., n, n)."""
     n = stack.shape[-1]
     B = np.empty(stack.shape)
-    _kernel("half_identity_batch")(np.ascontiguousarray(stack).reshape(-1, n, n), B.reshape(-1, n, n))
+    _kernel("half_identity_batch", engine)(np.ascontiguousarray(stack).reshape(-1, n, n), B.reshape(-1, n, n))
     R = np.empty_like(B)
     R[0] = B[0]
     # torch's matrix product (its own thread pool, as the forward pass): on 2 cores 1.6× faster than
@@ -585,19 +478,21 @@ def _rollout_kappa(stack: np.ndarray, row_sum_atol: float) -> np.ndarray:
     for layer in range(1, len(B)):
         torch.matmul(Bt[layer], Rt[layer - 1], out=Rt[layer])
     # row sums of a product drift by at most the sum of the factors' drifts
-    return _kappa_cpu(R, row_sum_atol * len(B))
+    return _analyse(R, 0.0, row_sum_atol * len(B), engine, condition=False).kappa.reshape(R.shape[:-2])
 
 
-def rollout(layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> RolloutResult:
+def rollout(
+    layers: Sequence[Any] | Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, engine: Engine = DEFAULT_ENGINE
+) -> RolloutResult:
     """κ of the rollout Π ½(I + A_l), the product of κ(½(I + A_l)), and the product bound.
 
     layers: a sequence of L matrices of shape (..., n, n), or an array (L, ..., n, n).
     """
     stack = _stack_layers(layers, row_sum_atol)
-    kappa_B = kappa(0.5 * (np.eye(stack.shape[-1]) + stack), row_sum_atol)
-    kappa_A = kappa(stack, row_sum_atol)
+    kappa_B = kappa(0.5 * (np.eye(stack.shape[-1]) + stack), row_sum_atol, engine)
+    kappa_A = kappa(stack, row_sum_atol, engine)
     return RolloutResult(
-        kappa_rollout=_rollout_kappa(stack, row_sum_atol),
+        kappa_rollout=_rollout_kappa(stack, row_sum_atol, engine),
         product_kappa_half=np.cumprod(np.asarray(kappa_B), axis=0),
         product_bound=np.cumprod(0.5 * (1.0 + np.asarray(kappa_A)), axis=0),
     )

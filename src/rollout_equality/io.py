@@ -1,4 +1,4 @@
-"""Atomic file output and logging set-up shared by every pipeline step."""
+"""Atomic file output, logging set-up, and the files of installed distributions, shared by every pipeline step."""
 
 from __future__ import annotations
 
@@ -151,3 +151,27 @@ def resolve_path(path: str) -> Path:
     if not located.exists():
         raise FileNotFoundError(f"{located} does not exist ({path})")
     return located
+
+
+class ModelUnavailableError(RuntimeError):
+    """The model's files cannot be had here (offline and not cached, or not found)."""
+
+
+def resolve_local(source: str) -> Path:
+    """A ``local:`` source as a directory: a path, or ``package:MODULE`` (its ``get_model_path()``)."""
+    import importlib
+
+    if source.startswith("package:"):
+        module_name = source.removeprefix("package:")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            raise ModelUnavailableError(
+                f"package {module_name!r} is not installed: {data_wheel_hint(module_name.replace('_', '-'))}"
+            ) from err
+        path = Path(module.get_model_path())
+    else:
+        path = Path(source).expanduser()
+    if not path.is_dir():
+        raise ModelUnavailableError(f"model directory {path} does not exist")
+    return path

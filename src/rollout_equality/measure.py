@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from rollout_equality.compute import provenance, resolve_device
+from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine
 from rollout_equality.extract import Extractor, load
 from rollout_equality.io import atomic_path, progress
 from rollout_equality.paths import MODEL_INFO
@@ -64,6 +65,7 @@ def measure_inputs(
     overlap: bool = False,
     batch_by_length: bool = False,
     workers: int | None = None,
+    engine: Engine = DEFAULT_ENGINE,
 ) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
     """Run the extractor batch by batch and analyse each input alone, with the tolerances of ``condition``.
 
@@ -80,7 +82,8 @@ def measure_inputs(
     variables the job prelude sets), one task per input and token set (:func:`rollout_equality.records
     .analyse_inputs`), with torch on one thread meanwhile, so that the rollout products each run on one thread:
     the records are the same bit for bit for any number of workers (the compiled kernels give the same bits on
-    any number of threads; tests/test_extract.py checks the whole).
+    any number of threads; tests/test_extract.py checks the whole). ``engine``: how the analysis computes
+    (:class:`rollout_equality.dobrushin.Engine`; the records are the same with every engine).
 
     ``overlap``: analyse batch k on those workers while batch k + 1 runs through the network. Meant for
     a network on a GPU: torch keeps one CPU thread for the whole run (``threads`` is not used), which is the
@@ -117,6 +120,7 @@ def measure_inputs(
             atol=condition.atol,
             row_sum_atol=condition.row_sum_atol,
             pool=pool,
+            engine=engine,
         )
 
     def collect(picked: list[int], batch, analysed) -> None:

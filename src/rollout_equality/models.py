@@ -28,7 +28,6 @@ reads; :func:`prepare_model` writes ``model.json`` describing it.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -36,15 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from rollout_equality import hub
-from rollout_equality.io import data_wheel_hint, write_json
+from rollout_equality.io import ModelUnavailableError, resolve_local, write_json
 from rollout_equality.paths import MODEL_INFO, MODELS
 from rollout_equality.schema import node as schema_node
 
 log = logging.getLogger(__name__)
-
-
-class ModelUnavailableError(RuntimeError):
-    """The model's files cannot be had here (offline and not cached, or not found)."""
 
 
 def _ways_out(name: str) -> str:
@@ -109,24 +104,6 @@ def verify_files(folder: Path, files: dict[str, dict[str, Any]], stamps: dict[st
                     f"{what}: {path} is not the file that was prepared (its SHA-256 differs); {rerun}"
                 )
     return hashed
-
-
-def resolve_local(source: str) -> Path:
-    """A ``local:`` source as a directory: a path, or ``package:MODULE`` (its ``get_model_path()``)."""
-    if source.startswith("package:"):
-        module_name = source.removeprefix("package:")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as err:
-            raise ModelUnavailableError(
-                f"package {module_name!r} is not installed: {data_wheel_hint(module_name.replace('_', '-'))}"
-            ) from err
-        path = Path(module.get_model_path())
-    else:
-        path = Path(source).expanduser()
-    if not path.is_dir():
-        raise ModelUnavailableError(f"model directory {path} does not exist")
-    return path
 
 
 def _sha256(path: Path) -> str:

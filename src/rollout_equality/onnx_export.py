@@ -290,8 +290,8 @@ def build_from_export(name: str, spec: dict[str, Any], modality: str, out_dir: P
     import torch
     import transformers
 
-    from rollout_equality.io import resolve_path
-    from rollout_equality.models import ModelUnavailableError, _sha256, resolve_local
+    from rollout_equality.hub import file_digest
+    from rollout_equality.io import ModelUnavailableError, resolve_local, resolve_path
 
     needed = "image_processor" if modality == "image" else "tokenizer"
     if needed not in spec:
@@ -301,7 +301,11 @@ def build_from_export(name: str, spec: dict[str, Any], modality: str, out_dir: P
         onnx_path = resolve_path(path_spec)
     except FileNotFoundError as err:
         raise ModelUnavailableError(f"model {name!r}: its ONNX export is missing: {err}") from err
-    record: dict[str, Any] = {"path": path_spec, "onnx_sha256": _sha256(onnx_path), "prefix": spec.get("prefix", "")}
+    record: dict[str, Any] = {
+        "path": path_spec,
+        "onnx_sha256": file_digest(onnx_path, "sha256").removeprefix("sha256:"),
+        "prefix": spec.get("prefix", ""),
+    }
     if path_spec.startswith("dist:"):
         dist = path_spec.removeprefix("dist:").partition(":")[0]
         record.update(distribution=dist, version=importlib.metadata.version(dist))

@@ -16,6 +16,7 @@ revision, distribution and version, every file's SHA-256; no path), ``dataset`` 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from concurrent.futures import Executor
@@ -28,9 +29,10 @@ import pyarrow.parquet as pq
 
 from rollout_equality.dobrushin import (
     DEFAULT_ATOL,
+    DEFAULT_ENGINE,
     DEFAULT_ROW_SUM_ATOL,
+    Engine,
     _rollout_kappa,
-    call_serially,
     equality_condition,
     restrict,
 )
@@ -117,13 +119,15 @@ def _checked(layers: np.ndarray, special: np.ndarray, model: str, input_id: str)
     return layers, special
 
 
-def _token_set(layers: np.ndarray, special: np.ndarray, token_set: str, atol: float, row_sum_atol: float):
+def _token_set(
+    layers: np.ndarray, special: np.ndarray, token_set: str, atol: float, row_sum_atol: float, engine: Engine
+):
     """(condition fields by layer, κ of the rollout by depth, n) of one token set of one input."""
-    A = restrict(layers, ~special, row_sum_atol) if token_set == "content" else layers
-    res = equality_condition(A, atol=atol, row_sum_atol=row_sum_atol).as_dict()
+    A = restrict(layers, ~special, row_sum_atol, engine) if token_set == "content" else layers
+    res = equality_condition(A, atol=atol, row_sum_atol=row_sum_atol, engine=engine).as_dict()
     # A was validated by the condition test just now (rollout_kappa would check it again: ~1 ms); the
     # products' bounds reuse the layers' κ(A) and κ(½(I+A)) computed above (rollout() recomputes them)
-    return res, _rollout_kappa(A, row_sum_atol), A.shape[-1]
+    return res, _rollout_kappa(A, row_sum_atol, engine), A.shape[-1]
 
 
 def analyse_inputs(
@@ -136,14 +140,16 @@ def analyse_inputs(
     atol: float = DEFAULT_ATOL,
     row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
     pool: Executor | None = None,
+    engine: Engine = DEFAULT_ENGINE,
 ) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """Condition and rollout records of each input of a batch: (layer rows, rollout rows) per input.
 
     batch: (layers, special) per input, as :func:`analyse_input` takes them. seed: the records' ``seed``
     (a trained FT-Transformer's; None: null).
-    pool: where the work runs. None: here, each matrix's work spread over numba's threads. An
-    executor: one task per (input, token set), each on its worker's thread alone
-    (:func:`rollout_equality.dobrushin.serial_kernels`); on a few cores this keeps them busier than
+    engine: how the analysis computes (:class:`rollout_equality.dobrushin.Engine`; the records are the same with
+    every engine). pool: where the work runs. None: here, with ``engine`` as given (by default each matrix's work
+    spread over numba's threads). An executor: one task per (input, token set), each on its worker's thread
+    alone (``engine`` made serial); on a few cores this keeps them busier than
     a thread pool per matrix (1.2-1.3x for a DINOv2-S input on 2 cores). Rollout products run on
     torch: give torch one thread while the pool works
     (:func:`rollout_equality.measure.measure_inputs` does). The records are the same either way.
@@ -151,11 +157,13 @@ def analyse_inputs(
     if len(batch) != len(input_ids):
         raise ValueError(f"{len(input_ids)} ids for {len(batch)} inputs")
     checked = [_checked(layers, special, model, i) for (layers, special), i in zip(batch, input_ids)]
-    tasks = [(layers, special, ts, atol, row_sum_atol) for layers, special in checked for ts in TOKEN_SETS]
+    if pool is not None:
+        engine = dataclasses.replace(engine, serial=True)
+    tasks = [(layers, special, ts, atol, row_sum_atol, engine) for layers, special in checked for ts in TOKEN_SETS]
     if pool is None:
         done = [_token_set(*task) for task in tasks]
     else:
-        futures = [pool.submit(call_serially, _token_set, *task) for task in tasks]
+        futures = [pool.submit(_token_set, *task) for task in tasks]
         done = [f.result() for f in futures]
     out = []
     for k, ((layers, _), input_id) in enumerate(zip(checked, input_ids)):
