@@ -115,7 +115,7 @@ def main():
         f" {'ratio f64':>10} {'ratio seq':>10} {'ratio ovl':>10}"
     )
     condition = from_section(Condition, config["condition"])
-    settings = dict(model="m", dataset="d", condition=condition, batch_size=ARGS.batch)
+    settings = dict(model="m", dataset="d", condition=condition, batch_size=ARGS.batch, threads=torch.get_num_threads())
     per_input = {}
     rows = []
     for name in names:

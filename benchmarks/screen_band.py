@@ -46,12 +46,12 @@ def shares(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return w / pairs, wr / pairs
 
 
-def model_layers(name: str, spec: dict, n_inputs: int, tmp: Path):
+def model_layers(name: str, spec: dict, n_inputs: int, tmp: Path, image_backend: str):
     from rollout_equality.extract import load
     from rollout_equality.models import prepare_model
 
     info = prepare_model(name, spec, tmp / name, tmp / name / "model.json")
-    ex = load(info, "cpu", max_tokens=256)
+    ex = load(info, "cpu", max_tokens=256, image_backend=image_backend)
     if spec["modality"] == "text":
         import pydoc_data.topics
 
@@ -108,7 +108,13 @@ def main() -> None:
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     tmp = Path(tempfile.mkdtemp())
     sources = [
-        (name, lambda name=name: model_layers(name, config["models"][name], args.inputs, tmp)) for name in args.models
+        (
+            name,
+            lambda name=name: model_layers(
+                name, config["models"][name], args.inputs, tmp, config["extraction"]["image_backend"]
+            ),
+        )
+        for name in args.models
     ]
     sources += [("ftt_first_block_untrained", lambda: ftt_layers(args.inputs * 4, 0))]
     sources += [(f"ftt_first_block_{args.ftt_epochs}_epochs", lambda: ftt_layers(args.inputs * 4, args.ftt_epochs))]
