@@ -282,7 +282,7 @@ def slack_figure(records: pd.DataFrame, groups) -> plt.Figure:
     """
     content = records[records["token_set"] == "content"]
     rows = _rows(groups)
-    fig, ax = plt.subplots(figsize=(6.5, 0.3 * max(len(rows), 3) + 1.2))
+    fig, ax = plt.subplots(figsize=(6.5, 0.27 * max(len(rows), 3) + 1.2))
     colours = _colours(content["model"])
     floor = 1e-12
     for r, (kind, run) in enumerate(rows):
@@ -324,8 +324,9 @@ def rollout_figure(rollout: pd.DataFrame, groups) -> plt.Figure:
     data = rollout[rollout["token_set"] == "all"]
     cols = min(max(len(runs) for _, runs in groups), 4)
     heights = [(len(runs) + cols - 1) // cols for _, runs in groups]
-    fig = plt.figure(figsize=(2.4 * cols, sum(1.9 * h + 0.35 for h in heights) + 0.4), layout="constrained")
-    subfigs = np.atleast_1d(fig.subfigures(len(groups), 1, height_ratios=[1.9 * h + 0.35 for h in heights]))
+    row_in = 1.55  # a row of panels, in inches: the whole figure stays within a page's height at a column's width
+    fig = plt.figure(figsize=(2.4 * cols, sum(row_in * h + 0.35 for h in heights) + 0.4), layout="constrained")
+    subfigs = np.atleast_1d(fig.subfigures(len(groups), 1, height_ratios=[row_in * h + 0.35 for h in heights]))
     first = None
     for subfig, (kind, runs), n_rows in zip(subfigs, groups, heights):
         axes = subfig.subplots(n_rows, cols, squeeze=False, sharex=True, sharey=True)
