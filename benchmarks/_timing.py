@@ -37,11 +37,18 @@ def _cpuinfo(key: str) -> str:
         return ""
 
 
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo``), or the platform's description where there is none."""
+    import platform
+
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
+
+
 def machine() -> str:
     """The CPU model, the cores this process may use, and the 1-minute load average (a shared machine's timings
     scatter with it)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{_cpuinfo('model name') or 'unknown CPU'}, {cores} cores, load {os.getloadavg()[0]:.1f}"
+    return f"{cpu_model() or 'unknown CPU'}, {cores} cores, load {os.getloadavg()[0]:.1f}"
 
 
 def simd() -> str:

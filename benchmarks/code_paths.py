@@ -37,6 +37,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))  # this checkout's library (its code paths, its extractors)
+from _timing import cpu_model  # noqa: E402
+
 from rollout_equality.job import CODE_PATHS  # noqa: E402
 
 VARIANTS = {  # one library forced at a time, then the code paths the config may fix (rollout_equality.job)
@@ -202,17 +204,6 @@ def main() -> int:
     return 0
 
 
-def cpu_name() -> str:
-    """The processor's model name (``/proc/cpuinfo``), or the platform's description where there is none."""
-    import platform
-
-    try:
-        with open("/proc/cpuinfo") as fh:
-            return next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
-
 def compare(results: dict, variants: list[str], *, threads: int, steps: int):
     """One row per variant against the first: the forced variables, torch's capability, whether FT-Transformer's
     weights are the same bytes and by how much they moved, its test accuracy, its training's CPU seconds relative to
@@ -230,7 +221,7 @@ def compare(results: dict, variants: list[str], *, threads: int, steps: int):
             "variant": name,
             "variables": " ".join(f"{k}={v}" for k, v in spec.items()) or "-",
             "threads": VARIANTS[name].get("threads", threads),
-            "cpu": cpu_name(),
+            "cpu": cpu_model(),
             "aten": found["capability"],
             "ftt_weights": "same" if found["weights_sha256"] == base["weights_sha256"] else "other",
             "ftt_max_dw": float(np.abs(arrays["weights"] - base_arrays["weights"]).max()),
