@@ -4,6 +4,8 @@ import os
 import statistics
 import time
 
+from rollout_equality.compute import cpu_model
+
 
 def median_time(fn, repeats: int) -> float:
     """Median wall time of ``fn()`` over ``repeats`` runs, after one warm-up (compilation, caches, allocator)."""
@@ -35,13 +37,6 @@ def _cpuinfo(key: str) -> str:
         return next(line for line in open("/proc/cpuinfo") if line.startswith(key)).split(":", 1)[1].strip()
     except (OSError, StopIteration):
         return ""
-
-
-def cpu_model() -> str:
-    """The processor's model name (``/proc/cpuinfo``), or the platform's description where there is none."""
-    import platform
-
-    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def machine() -> str:

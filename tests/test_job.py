@@ -100,10 +100,11 @@ def test_the_prelude_fixes_the_cpu_code_path_before_torch_starts():
     assert found["native"] == ["AVX2", ["avx2", None, "AVX512_CORE", None]]  # the environment's, untouched
 
 
-def test_the_code_path_is_refused_once_torch_has_started_and_when_unknown():
-    code = "import torch\nfrom rollout_equality.job import prelude\nprelude(1, 'compatible')\n"
+@pytest.mark.parametrize("first", ["torch", "numba", "rollout_equality._kernels"])
+def test_the_code_path_is_refused_once_torch_numba_or_the_kernels_have_started_and_when_unknown(first):
+    code = f"import {first}\nfrom rollout_equality.job import code_path\ncode_path('compatible')\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert res.returncode != 0 and "torch was imported before code_path 'compatible'" in res.stderr
+    assert res.returncode != 0 and f"{first} imported before code_path 'compatible'" in res.stderr
     from rollout_equality.job import code_path
 
     with pytest.raises(ValueError, match="code_path must be one of"):

@@ -67,17 +67,21 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 def _cmd_measure(args: argparse.Namespace) -> int:
     """Measure a model on a prepared data set or on text / image files, through the workflow's own entry point
     (:func:`rollout_equality.measure.measure_and_write`), writing only ``--out`` and its rollout companion."""
-    from rollout_equality.compute import resolve_device
-    from rollout_equality.extract import load
-    from rollout_equality.io import logging_to
     from rollout_equality.job import code_path
-    from rollout_equality.measure import measure, measure_and_write, model_record, resolve_overlap
 
     out = Path(args.out)
     rollout_out = out.with_name(out.name.removesuffix(".parquet") + ".rollout.parquet")  # beside it, as --out says
     config = load_config(args.configfile)
     extraction, condition = _sections(args, "extraction", "condition", config=config)
-    code_path(extraction.code_path)  # before torch starts, as the workflow's job prelude does
+    # Before torch, MKL, oneDNN and numba start (each reads its variable once), as the workflow's job prelude does:
+    # nothing above imports them, and code_path refuses once one of them is loaded.
+    code_path(extraction.code_path)
+
+    from rollout_equality.compute import resolve_device
+    from rollout_equality.extract import load
+    from rollout_equality.io import logging_to
+    from rollout_equality.measure import measure, measure_and_write, model_record, resolve_overlap
+
     with logging_to(args.log):
         modality = "text" if args.texts else "image" if args.images else None
         if args.data:

@@ -26,14 +26,35 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from importlib import metadata as importlib_metadata
 from typing import Any
 
 CODE_PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "NUMBA_CPU_NAME")
 """Environment variables that choose a library's CPU code path; read once, when the library starts."""
 
-VERSIONED = ("rollout-equality", "numpy", "numba", "torch", "transformers", "timm", "rtdl-revisiting-models")
-"""The distributions whose version is recorded with a result (those whose arithmetic makes it)."""
+VERSIONED = (
+    "rollout-equality",
+    "numpy",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+    "pyarrow",
+    "numba",
+    "llvmlite",
+    "torch",
+    "torchvision",
+    "transformers",
+    "tokenizers",
+    "safetensors",
+    "timm",
+    "pillow",
+    "onnx",
+    "rtdl-revisiting-models",
+)
+"""The distributions whose version is recorded with a result: those whose code makes a number (the analysis and its
+compiler, the forward pass, tokenising and decoding the inputs, reading the weights, preparing and splitting the
+tables, storing the records)."""
 
 
 def resolve_device(device: str) -> str:
@@ -119,6 +140,24 @@ def versions() -> dict[str, str]:
     return out
 
 
+def numba_target() -> str:
+    """The CPU numba compiles the analysis for, as numba read it when it started: a code path's ``NUMBA_CPU_NAME``
+    (e.g. ``generic``), or ``host`` (this processor). Imports numba."""
+    import numba
+
+    return numba.config.CPU_NAME or "host"
+
+
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo``), or the platform's description where there is none."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            line = next(line for line in info if line.startswith("model name"))
+        return line.split(":", 1)[1].strip()
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def provenance(device: str, *, threads: int, analysis_threads: int | None = None) -> dict[str, Any]:
     """What decides the bits of a result computed here: the device (and the GPU, CUDA and cuDNN on one, with the
     TF32 settings), torch's threads for the forward pass or training (``threads``), the analysis's workers, the CPU
@@ -135,6 +174,8 @@ def provenance(device: str, *, threads: int, analysis_threads: int | None = None
         out["float32"] = tf32_settings()
         out["deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
     out["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    if "numba" in sys.modules:  # the analysis's compiler, as it read its target when it started
+        out["numba_target"] = numba_target()
     out["code_path"] = {name: os.environ[name] for name in CODE_PATH_VARIABLES if name in os.environ}
     out["versions"] = versions()
     return out

@@ -46,18 +46,25 @@ THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREAD
 _READ_AT_IMPORT = ("numba", "huggingface_hub", "datasets")
 
 
+_READ_CODE_PATH = ("torch", "numba", "rollout_equality._kernels")
+"""The modules that read a code path's variables when they start (torch for ATen, MKL and oneDNN; numba, and the
+analysis kernels it compiles)."""
+
+
 def code_path(name: str) -> None:
     """Fix the CPU code path ``name`` (:data:`CODE_PATHS`) for this process: its variables set (a variable of another
-    code path that the environment set is removed), before torch starts. Raises RuntimeError once torch is imported
-    (it has read them), ValueError for an unknown name."""
+    code path that the environment set is removed), before torch and numba start. Raises RuntimeError once one of
+    :data:`_READ_CODE_PATH` is imported (it has read them, and would run other kernels than the records would name),
+    ValueError for an unknown name."""
     if name not in CODE_PATHS:
         raise ValueError(f"code_path must be one of {sorted(CODE_PATHS)}; got {name!r}")
     if name == "native":
         return
-    if "torch" in sys.modules:
+    loaded = [m for m in _READ_CODE_PATH if m in sys.modules]
+    if loaded:
         raise RuntimeError(
-            f"torch was imported before code_path {name!r} was set: set it first (rollout_equality.job.prelude), so "
-            "that torch, MKL and oneDNN read it when they start"
+            f"{', '.join(loaded)} imported before code_path {name!r} was set: set it first "
+            "(rollout_equality.job.prelude), so that torch, MKL, oneDNN and numba read it when they start"
         )
     for variable in {v for path in CODE_PATHS.values() for v in path}:
         os.environ.pop(variable, None)

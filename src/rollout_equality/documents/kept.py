@@ -22,6 +22,8 @@ DOCS = REPO / "docs"
 OFFLINE = DOCS / "offline"
 DYNAMICS = OFFLINE / "dynamics"
 ABLATION = DOCS / "ftt_ablation"
+LOCK = REPO / "requirements/lock.txt"
+"""The locked environment (:mod:`rollout_equality.environment`) the kept outputs were made in."""
 PAPER_SUITE = "paper"  # the suite docs/reproducing-the-paper.md describes
 KEPT_SUITE = "offline"  # the suite (and the dynamics study's ALBERT run) whose outputs docs/offline/ keeps
 
@@ -52,6 +54,7 @@ BENCHMARKS = {  # target -> {its rules' benchmark files under results/benchmarks
     "dynamics_offline": {"simulate_dynamics.tsv": "one", "unroll_albert/{model}/{dataset}.tsv": "albert"},
 }
 BENCHMARK_CSV = {"offline": "benchmarks.csv", "dynamics_offline": "dynamics/benchmarks.csv"}  # under docs/offline/
+ENVIRONMENT = "environment.json"  # under docs/offline/: the machine and the lock of the last --copy
 
 
 def read_config() -> dict:
@@ -115,6 +118,28 @@ def copy_kept(target: str, source: Path, offline: Path = OFFLINE) -> None:
     table = offline / BENCHMARK_CSV[target]
     pd.DataFrame(rows).to_csv(table, index=False, float_format="%.2f", lineterminator="\n")
     print(f"{len(rows)} benchmarks -> {table}")
+    write_environment(offline / ENVIRONMENT)
+
+
+def write_environment(path: Path) -> None:
+    """Which machine and environment made the kept outputs: the processor, torch's CPU capability, the lock's digest
+    (:func:`rollout_equality.environment.lock_digest`) and where the environment departed from it (none, for an
+    environment installed as README says)."""
+    import json
+
+    import torch
+
+    from rollout_equality.compute import cpu_model
+    from rollout_equality.environment import differences, lock_digest, read_pins
+
+    record = {
+        "cpu": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "lock": lock_digest(LOCK),
+        "departures_from_the_lock": differences(read_pins(LOCK), read_pins(REPO / "requirements/offline-data.txt")),
+    }
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"machine and environment -> {path}")
 
 
 def _benchmark(path: Path) -> dict[str, float]:

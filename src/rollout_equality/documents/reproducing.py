@@ -4,7 +4,7 @@ reads each), and the libraries that fix the rest."""
 
 from __future__ import annotations
 
-from rollout_equality.documents.kept import PAPER_SUITE, load_config
+from rollout_equality.documents.kept import LOCK, PAPER_SUITE, load_config
 from rollout_equality.documents.wording import and_, markdown_table, seeds, sig, split
 
 METRICS = {"rmse": "RMSE", "accuracy": "accuracy"}  # how a published score's metric reads in a sentence
@@ -102,6 +102,7 @@ def reproducing_values() -> dict[str, str]:
     from rollout_equality import hub, paths
     from rollout_equality.config import resolved_tables
     from rollout_equality.data import _split_patterns
+    from rollout_equality.environment import read_pins
     from rollout_equality.sources import needs_network, network_sources, suite_sources
 
     config = load_config()
@@ -145,6 +146,9 @@ def reproducing_values() -> dict[str, str]:
         f"{type(optimizer).__name__} {sig(optimizer.param_groups[0]['lr'], 1)}"
     )
 
+    lock = read_pins(LOCK)
+    v["lock_count"] = str(len(lock))
+    v["lock_torch"] = lock["torch"]
     v["chunk"] = f"{constants.DOWNLOAD_CHUNK_SIZE / 2**20:g} MiB"
     v["sources_report"] = paths.SOURCES_REPORT.format(stamp="<time>")
     sources = network_sources(config, [suite])

@@ -1,0 +1,67 @@
+"""The locked environment: what ``requirements/lock.txt`` pins, what is installed, and how the two differ.
+
+The lock (made by ``uv pip compile … --generate-hashes``, the command in its header) pins every distribution of the
+environment at one version; README's install puts exactly these into a fresh ``.venv``, with the data wheels of
+``requirements/offline-data.txt`` and the project itself. :func:`differences` says where an installed environment
+departs from that, and :func:`lock_digest` names a lock in a kept run (``docs/offline/environment.json``) and in the
+fingerprint (``benchmarks/fingerprint.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import re
+from pathlib import Path
+
+PROJECT = "rollout-equality"
+VENV_SEED = {"pip"}
+"""What ``python -m venv`` seeds an environment with that no lock pins (setuptools is pinned: the build backend)."""
+
+
+def canonicalize_name(name: str) -> str:
+    """A distribution's name as PyPI compares names (PEP 503): lower case, runs of ``-_.`` as one ``-``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*)==([^\s;\\]+)", re.M)
+
+
+def read_pins(path: str | Path) -> dict[str, str]:
+    """{distribution (canonical name): version} of a requirements file pinned with ``==`` (a lock, the data
+    wheels); raises ValueError naming the file when it pins nothing."""
+    pins = {canonicalize_name(name): version for name, version in _PIN.findall(Path(path).read_text())}
+    if not pins:
+        raise ValueError(f"{path}: no `name==version` line; is it a requirements file made by `uv pip compile`?")
+    return pins
+
+
+def installed() -> dict[str, str]:
+    """{distribution (canonical name): version} of every distribution installed in this interpreter's environment."""
+    return {canonicalize_name(d.metadata["Name"]): d.version for d in md.distributions()}
+
+
+def lock_digest(path: str | Path) -> str:
+    """The SHA-256 of a lock file's pins (``name==version`` lines, sorted; its comments and hashes left out, so
+    that regenerating an unchanged lock with another uv keeps the digest): ``sha256:<hex>``."""
+    lines = sorted(f"{name}=={version}" for name, version in read_pins(path).items())
+    return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def differences(lock: dict[str, str], also: dict[str, str], found: dict[str, str] | None = None) -> list[str]:
+    """Where the installed distributions (``found``, default :func:`installed`) depart from ``lock`` plus ``also``
+    (the data wheels): one line per distribution missing, at another version, or installed but pinned by neither
+    (the project itself and pip excepted). Empty: the environment is the lock."""
+    found = installed() if found is None else found
+    wanted = {**lock, **also}
+    out = []
+    for name in sorted(wanted.keys() | found.keys()):
+        if name == PROJECT or (name in VENV_SEED and name not in wanted):
+            continue
+        if name not in found:
+            out.append(f"{name}: missing (locked {wanted[name]})")
+        elif name not in wanted:
+            out.append(f"{name} {found[name]}: installed but not locked")
+        elif found[name] != wanted[name]:
+            out.append(f"{name}: {found[name]} installed, {wanted[name]} locked")
+    return out
