@@ -108,3 +108,10 @@ def documented_commands() -> dict[str, list[str]]:
             if str(doc.relative_to(REPO)) not in where:
                 where.append(str(doc.relative_to(REPO)))
     return found
+
+
+def quick_start_tiny_command() -> str:
+    """README's Quick start command that runs the tiny configuration (in its folder `tiny/`)."""
+    quick = (REPO / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    (command,) = [b.strip() for b in re.findall(r"```bash\n(.*?)```", quick, flags=re.S) if "--directory tiny" in b]
+    return command

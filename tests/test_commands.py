@@ -28,7 +28,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from documented import SPAN, STRAY, commands_of_comments, commands_of_markdown, documented_commands, stray_commands
+from documented import (
+    SPAN,
+    STRAY,
+    commands_of_comments,
+    commands_of_markdown,
+    documented_commands,
+    quick_start_tiny_command,
+    stray_commands,
+)
 from scratch import scratch_clone
 
 REPO = Path(__file__).resolve().parents[1]
@@ -128,6 +136,10 @@ COMMANDS: dict[str, How] = {
             "rollout-equality measure --model minilm --texts lines.txt --out r.parquet",
             "rollout-equality measure --model dinov2_small_random --images a.jpg b.jpg --out r.parquet",
         ),
+    ),
+    # docs/outputs.md
+    "python benchmarks/fingerprint.py": How(
+        "dry", "minutes (tests/test_fingerprint.py runs its code paths); its --help here"
     ),
     # docs/rehearsal.md, docs/reproducing-the-paper.md
     "pip freeze": How("run"),
@@ -298,9 +310,17 @@ def overlay_example() -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("mode", "command"), sorted(EXECUTIONS), ids=[f"{m}: {c}" for m, c in sorted(EXECUTIONS)])
-def test_documented_command_works(clone, tmp_path, mode, command):
-    """The command runs (its dry form where classified so) and does what the documents say it does."""
+def test_documented_command_works(clone, tmp_path, mode, command, request):
+    """The command runs (its dry form where classified so) and does what the documents say it does. The Quick start's
+    tiny run is the test session's one run of it (conftest.py's ``quick_start_run``, which tests/test_workflow.py reads
+    too), made as written in a scratch clone of its own."""
     _, shown = EXECUTIONS[(mode, command)]
+    if mode == "run" and command == quick_start_tiny_command():
+        run = request.getfixturevalue("quick_start_run")
+        out = run.result.stdout + run.result.stderr
+        assert run.result.returncode == 0, f"{shown} exited {run.result.returncode}:\n{out[-4000:]}"
+        after_run(run.clone, command, run.result)
+        return
     env = environment(clone)
     prepare(clone, command)
     if mode == "ci":

@@ -252,15 +252,10 @@ def test_report_captions_render_without_a_docutils_message(caption):
 
 
 @pytest.mark.slow
-def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
-    runs = []
-    for name in ("a", "b"):
-        workdir = tmp_path / name
-        workdir.mkdir()
-        res = snakemake(workdir, "--cores", "2", "dynamics_offline", config=TINY)
-        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-        runs.append(workdir)
-    a, b = runs
+def test_dynamics_offline_end_to_end_is_deterministic(local_runs):
+    """The tiny dynamics study of the two local runs (2 cores and 1): its outputs, the same bytes in both, and its
+    report."""
+    (a, _), (b, _) = local_runs
     summary = pd.read_csv(a / "results/tables/dynamics/simulations.csv")
     assert summary["experiment"].tolist() == ["consensus", "bipartite", "multihead", "asymmetric"]
     assert (summary["radius_v1"] < 1).all() and (summary["radius_v2"] > 1).all()
@@ -296,17 +291,18 @@ def test_dynamics_offline_end_to_end_is_deterministic(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def local_runs(tmp_path_factory):
-    """Two local runs of the tiny offline suite in two fresh directories, on 2 cores and on 1, with their wall
-    times: every check below reads them (the first run's outputs, or both compared)."""
-    runs = []
-    for name, cores in (("a", "2"), ("b", "1")):
-        workdir = tmp_path_factory.mktemp(f"local_{name}")
-        start = time.monotonic()
-        res = snakemake(workdir, "--cores", cores, "offline", config=TINY)
-        assert res.returncode == 0, res.stdout + res.stderr
-        runs.append((workdir, time.monotonic() - start))
-    print(f"offline tiny suite: {runs[0][1]:.0f} s on 2 cores, {runs[1][1]:.0f} s on 1 core")
+def local_runs(quick_start_run, tmp_path_factory):
+    """Two local runs of the tiny offline suite and dynamics study, on 2 cores (README's Quick start run, shared with
+    tests/test_commands.py) and on 1 in a fresh directory, with their wall times: every check below reads them (the
+    first run's outputs, or both compared)."""
+    a = quick_start_run
+    assert a.result.returncode == 0, a.result.stdout[-5000:] + a.result.stderr[-5000:]
+    workdir = tmp_path_factory.mktemp("local_b")
+    start = time.monotonic()
+    res = snakemake(workdir, "--cores", "1", "offline", "dynamics_offline", config=TINY)
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-5000:]
+    runs = [(a.workdir, a.seconds), (workdir, time.monotonic() - start)]
+    print(f"tiny offline suite and dynamics study: {runs[0][1]:.0f} s on 2 cores, {runs[1][1]:.0f} s on 1 core")
     return runs
 
 
@@ -764,44 +760,3 @@ def test_a_rule_claims_the_gpu_only_when_its_device_resolves_to_cuda(tmp_path, e
     expected = {"measure": cuda(extraction), "train_ftt": cuda(training), "measure_ftt": cuda(training)}
     assert {r: claims[r] for r in expected} == {r: {int(v)} for r, v in expected.items()}
     assert all(claims[r] == {0} for r in claims if r not in expected)
-
-
-def another_processor() -> dict[str, str]:
-    """The variables that make this machine's torch, MKL, oneDNN and numba take another processor's kernels: an
-    AVX2 processor's on an AVX-512 one, else those of a processor with SSE only."""
-    import torch
-
-    from rollout_equality.job import CODE_PATHS
-
-    return CODE_PATHS["avx2" if torch.backends.cpu.get_cpu_capability() == "AVX512" else "compatible"]
-
-
-KAPPA_ACROSS_PROCESSORS = 1e-5
-"""How far a transformer's κ may move on another processor's kernels (docs/outputs.md#reproducibility)."""
-
-
-@pytest.mark.slow
-def test_another_processors_kernels_give_what_the_guarantee_says(run_a, tmp_path):
-    """The tiny suite again under another processor's kernels (docs/outputs.md#reproducibility): FT-Transformer, on
-    the code path the config fixes, gives the same model, records and scores byte for byte; the transformers'
-    records (the forward pass on the native code path) keep every ``holds`` here and move κ by less than
-    KAPPA_ACROSS_PROCESSORS; every table of rates, the claims and the random baseline are the same bytes."""
-    from rollout_equality.records import read_metadata
-
-    a, b = run_a, tmp_path
-    res = snakemake(b, "--cores", "2", "offline", config=TINY, env=another_processor())
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    same = [str(p.relative_to(a)) for p in sorted((a / "results/ftt").rglob("model.pt"))]
-    same += [str(p.relative_to(a)) for p in sorted((a / "results/records/ftt").rglob("*.parquet"))]
-    same += [f"results/tables/offline/{t}.csv" for t in ("ftt_scores", "ftt", "model_rates", "depth_rates", "claims")]
-    same += ["results/tables/offline/special_tokens.csv", "results/baseline/random_baseline.csv"]
-    assert len(same) > 10
-    assert [rel for rel in same if (a / rel).read_bytes() != (b / rel).read_bytes()] == []
-    for exp in TINY["suites"]["offline"]:
-        rel = f"results/records/{exp['model']}/{exp['dataset']}.parquet"
-        mine, native = pd.read_parquet(b / rel), pd.read_parquet(a / rel)
-        exact = ["input_id", "layer", "token_set", "n_tokens", "holds", "holds_direct"]
-        pd.testing.assert_frame_equal(mine[exact], native[exact])
-        assert (mine["kappa"] - native["kappa"]).abs().max() < KAPPA_ACROSS_PROCESSORS, rel
-        compute, native_compute = read_metadata(b / rel)["compute"], read_metadata(a / rel)["compute"]
-        assert compute["code_path"] == another_processor() != native_compute["code_path"]  # the other kernels ran

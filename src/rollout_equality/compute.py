@@ -149,13 +149,19 @@ def numba_target() -> str:
 
 
 def cpu_model() -> str:
-    """The processor's model name (``/proc/cpuinfo``), or the platform's description where there is none."""
+    """The processor as ``/proc/cpuinfo`` names it, with its family and model numbers and its widest vector extension
+    (a virtual machine may name only the brand: ``AMD EPYC (family 23, model 49; AVX2)``), or the platform's
+    description where there is no ``/proc/cpuinfo``."""
     try:
         with open("/proc/cpuinfo") as info:
-            line = next(line for line in info if line.startswith("model name"))
-        return line.split(":", 1)[1].strip()
-    except (OSError, StopIteration):
+            fields = dict(line.split(":", 1) for line in info.read().split("\n\n")[0].splitlines() if ":" in line)
+    except OSError:
         return platform.processor() or platform.machine()
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    flags = fields.get("flags", "").split()
+    width = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    return f"{name} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')}; {width})"
 
 
 def provenance(device: str, *, threads: int, analysis_threads: int | None = None) -> dict[str, Any]:

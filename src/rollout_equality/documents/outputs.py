@@ -7,6 +7,8 @@ from __future__ import annotations
 from rollout_equality.documents.kept import REPO
 from rollout_equality.documents.wording import and_, markdown_table, sig, sig_span
 
+FINGERPRINT = REPO / "benchmarks" / "fingerprint.json"
+"""benchmarks/fingerprint.py's kept fingerprint (:mod:`rollout_equality.fingerprint`)."""
 CODE_PATHS_CSV = REPO / "benchmarks" / "code_paths.csv"
 """benchmarks/code_paths.py's comparison of forced CPU code paths (``--csv``), kept."""
 LIBRARIES = {"aten": "torch's kernels", "mkl": "MKL's branch", "onednn": "oneDNN's ISA", "numba": "numba's target"}
@@ -65,6 +67,29 @@ def reproducibility_values() -> dict[str, str]:
     }
 
 
+def fingerprint_values() -> dict[str, str]:
+    """The machine of the kept fingerprint and where its native and compatible paths first part."""
+    import json
+
+    kept = json.loads(FINGERPRINT.read_text())
+    machine = kept["machine"]
+    lock = machine.get("lock", "no lock")
+    departed = " (an environment departing from it)" if machine.get("departures_from_the_lock") else ""
+    native, compatible = (kept["paths"][p]["digests"] for p in ("native", "compatible"))
+    parted = [i for i, (a, b) in enumerate(zip(native, compatible)) if a != b]
+    if not parted:
+        raise ValueError(f"{FINGERPRINT}: its native and compatible paths give the same digests")
+    part, op, _ = native[parted[0]]
+    return {
+        "fingerprint_machine": f"an {machine['cpu']}, torch's native kernels {machine['native_capability']}, "
+        f"lock `{lock[:19]}…`{departed}",
+        "fingerprint_first": f"`{part}, {op}`, digest {parted[0] + 1} of {len(native)} (every one before it the "
+        "prepared table's)"
+        if all(row[0] == "inputs" for row in native[: parted[0]])
+        else f"`{part}, {op}`, digest {parted[0] + 1} of {len(native)}",
+    }
+
+
 def outputs_values() -> dict[str, str]:
     """Every ``{name}`` of docs/outputs.in.md."""
-    return {"records_columns": records_table(), **reproducibility_values()}
+    return {"records_columns": records_table(), **reproducibility_values(), **fingerprint_values()}

