@@ -50,6 +50,21 @@ METADATA_SUFFIXES = (".json", ".txt", ".model", ".spm", ".vocab", ".codes", ".ti
 OTHER_FORMAT_INDEXES = re.compile(r".*\.(h5|msgpack|ot|onnx)\.index\.json|tf_model.*\.json|flax_model.*\.json")
 
 
+# How long one hub API call of the preflight may wait. Reaching the server is decided within CONNECT_SECONDS (an
+# unreachable hub fails fast instead of after ~30 s of retries); a server that accepted the connection then has
+# ANSWER_SECONDS to answer. A loaded hub or mirror answers late, and a late answer is still an answer: within that
+# budget no message depends on how quickly the server answered.
+CONNECT_SECONDS = 10.0
+ANSWER_SECONDS = 300.0
+
+
+def api_timeout():
+    """The time-out of one hub API call: :data:`CONNECT_SECONDS` to connect, :data:`ANSWER_SECONDS` to answer."""
+    import httpx2  # huggingface_hub 2's HTTP client
+
+    return httpx2.Timeout(ANSWER_SECONDS, connect=CONNECT_SECONDS)
+
+
 class HubError(RuntimeError):
     """A hub repository could not be had; the message names the cause and what to do."""
 
@@ -303,8 +318,8 @@ def list_files(
     gated = None
     if COMMIT.fullmatch(revision) and not look_up:
         commit = revision
-    else:  # a short probe first: an unreachable hub otherwise costs ~30 s of retries
-        info = api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=10)
+    else:  # a probe first, quick to connect: an unreachable hub otherwise costs ~30 s of retries
+        info = api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=api_timeout())
         commit, gated = info.sha, getattr(info, "gated", None)
     entries = {
         f.path: f
