@@ -145,3 +145,34 @@ def test_a_late_answer_for_main_still_names_the_unresolved_revision(monkeypatch)
         == f"org/repo does not resolve revision {'f' * 40} (the hub answered HTTP 500), while its main is at {main}"
     )
     assert "pin a commit that exists" in check.todo
+
+
+def test_a_dropped_connection_is_asked_again_and_a_refused_one_is_not(monkeypatch):
+    """A server that accepted the connection and dropped it (a loaded mirror closing a kept-alive connection) is
+    asked again after a wait; a refused connection fails at once (an unreachable hub is named in seconds)."""
+    monkeypatch.setattr(hub, "DROPPED_RETRY_WAITS", (0.0, 0.0, 0.0))
+    calls = []
+
+    def flaky(errors):
+        def call():
+            calls.append(1)
+            if len(calls) <= errors:
+                raise httpx2.ReadError("[Errno 104] Connection reset by peer")
+            return "answer"
+
+        return call
+
+    assert hub.answered(flaky(3), "org/repo@main") == "answer" and len(calls) == 4
+    calls.clear()
+    with pytest.raises(httpx2.ReadError):
+        hub.answered(flaky(4), "org/repo@main")
+    assert len(calls) == 4
+    calls.clear()
+
+    def refused():
+        calls.append(1)
+        raise httpx2.ConnectError("[Errno 111] Connection refused")
+
+    with pytest.raises(httpx2.ConnectError):
+        hub.answered(refused, "org/repo@main")
+    assert len(calls) == 1

@@ -65,6 +65,40 @@ def api_timeout():
     return httpx2.Timeout(ANSWER_SECONDS, connect=CONNECT_SECONDS)
 
 
+# A connection the server dropped after accepting it (a kept-alive connection closed by a loaded server, a reset):
+# the call is made again after these waits (seconds), then the error stands. A refused or unresolvable connection is
+# not retried (an unreachable hub fails fast).
+DROPPED_RETRY_WAITS = (1.0, 2.0, 4.0)
+
+
+def _dropped(err: BaseException) -> bool:
+    """True when ``err`` (or an error it was raised from) is a connection dropped after it was made."""
+    types: list[type] = []
+    for module in ("httpx2", "httpx"):
+        try:
+            mod = __import__(module)
+        except ImportError:
+            continue
+        types += [getattr(mod, n) for n in ("ReadError", "WriteError", "RemoteProtocolError", "CloseError")]
+    return any(isinstance(e, tuple(types)) for e in _chain(err))
+
+
+def answered(call: Callable[[], Any], what: str) -> Any:
+    """``call()``, made again (:data:`DROPPED_RETRY_WAITS`) when the server dropped the connection it had accepted."""
+    import time
+
+    for wait in (*DROPPED_RETRY_WAITS, None):
+        try:
+            return call()
+        except Exception as err:
+            if wait is None or not _dropped(err):
+                raise
+            log.info(
+                "%s: the server dropped the connection (%s: %s); again in %.0f s", what, type(err).__name__, err, wait
+            )
+            time.sleep(wait)
+
+
 class HubError(RuntimeError):
     """A hub repository could not be had; the message names the cause and what to do."""
 
@@ -319,13 +353,17 @@ def list_files(
     if COMMIT.fullmatch(revision) and not look_up:
         commit = revision
     else:  # a probe first, quick to connect: an unreachable hub otherwise costs ~30 s of retries
-        info = api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=api_timeout())
+        info = answered(
+            lambda: api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=api_timeout()),
+            f"{repo_id}@{revision}",
+        )
         commit, gated = info.sha, getattr(info, "gated", None)
-    entries = {
-        f.path: f
-        for f in api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
-        if isinstance(f, RepoFile)
-    }
+
+    def tree() -> dict[str, RepoFile]:
+        listing = api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
+        return {f.path: f for f in listing if isinstance(f, RepoFile)}
+
+    entries = answered(tree, f"{repo_id}@{commit}: file list")
     tree = {name: int(f.size) for name, f in entries.items()}
     chosen = sorted(select(tree, commit) if select else loader_files(tree))
     return Listing(repo_id, repo_type, revision, commit, entries, chosen, gated)
