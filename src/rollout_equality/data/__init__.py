@@ -221,7 +221,9 @@ def load_inputs(data_dir: str | os.PathLike) -> tuple[list[str], list[Any], dict
     try:
         digest = manifest_sha256(manifest["items"])
     except (KeyError, TypeError) as err:
-        raise ModifiedInputError(f"{data_dir / 'manifest.json'} lists its items without ids or hashes; {rerun}") from err
+        raise ModifiedInputError(
+            f"{data_dir / 'manifest.json'} lists its items without ids or hashes; {rerun}"
+        ) from err
     if manifest.get("sha256") != digest:
         raise ModifiedInputError(
             f"{data_dir / 'manifest.json'}: its sha256 {manifest.get('sha256')} is not the digest of the items it "
