@@ -123,6 +123,24 @@ def test_damaged_weights_of_a_prepared_model_stop_measure_naming_the_file(cwd, t
     assert not (cwd / "out").exists()
 
 
+def test_a_weights_file_added_beside_the_prepared_ones_stops_measure_naming_it(cwd, tmp_path, capsys):
+    """verify_files checks the recorded files and refuses an unrecorded one that a loader may read (weights in any
+    format, configuration, tokenizer files); a file no loader reads (notes) is left alone."""
+    folder = bert_folder(tmp_path / "bert")
+    prepare_model(
+        "bert", {"backend": "transformers", "modality": "text", "local": str(folder)}, cwd / "p", cwd / "p/model.json"
+    )
+    (folder / "NOTES.md").write_text("where these weights came from\n")
+    assert measure("--model", "p", "--texts", "lines.txt") == 0
+    shutil.rmtree(cwd / "out")
+    added = folder / "pytorch_model.bin"
+    shutil.copyfile(folder / "model.safetensors", added)
+    assert measure("--model", "p", "--texts", "lines.txt") == 3
+    err = capsys.readouterr().err
+    assert f"{added} was not among the files prepared" in err and "prepare_model" in err, err
+    assert not (cwd / "out").exists()
+
+
 def test_the_command_lines_code_path_is_what_torch_and_numba_run(cwd, tmp_path):
     """`extraction.code_path: compatible` reaches the libraries before they start, in a fresh process as a user runs
     it: torch reports its default kernels and numba compiles the analysis for a generic x86-64 (what the libraries

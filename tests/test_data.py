@@ -215,3 +215,35 @@ def test_bad_sources(tmp_path):
         prepare_data("x", {"modality": "audio", "source": {}, "n": 1, "seed": 0}, tmp_path)
     with pytest.raises(FileNotFoundError, match="prepare the data set first"):
         read_manifest(tmp_path / "missing")
+
+
+def test_an_image_of_the_same_pixels_in_another_shape_is_refused(tmp_path):
+    """The same RGB bytes as a 20 × 30 image and as a 30 × 20 one hash differently: an image saved again in another
+    shape is not taken for the one prepared."""
+    from rollout_equality.data import ModifiedInputError, image_sha256
+
+    pixels = np.random.default_rng(0).integers(0, 255, (20, 30, 3), dtype=np.uint8)
+    assert image_sha256(pixels) != image_sha256(pixels.reshape(30, 20, 3))
+    (tmp_path / "val" / "n01").mkdir(parents=True)
+    Image.fromarray(pixels).save(tmp_path / "val" / "n01" / "0.png")
+    spec = {"modality": "image", "source": {"image_folder": str(tmp_path / "val")}, "n": 1, "seed": 0}
+    manifest = prepare_data("val", spec, tmp_path / "out")
+    path = tmp_path / "out" / manifest["items"][0]["file"]
+    Image.fromarray(np.asarray(Image.open(path).convert("RGB")).reshape(30, 20, 3)).save(path)
+    with pytest.raises(ModifiedInputError, match=re.escape(str(path)) + r".*prepare_data"):
+        load_inputs(tmp_path / "out")
+
+
+def test_a_manifest_whose_digest_is_not_its_items_is_refused(tmp_path):
+    """The data set digest that records cite is recomputed from the items it lists: a manifest edited by hand (an
+    item dropped, or the digest changed) names the manifest and the rule to rerun."""
+    from rollout_equality.data import ModifiedInputError
+
+    spec = {"modality": "text", "source": {"pydoc_topics": True}, "n": 4, "seed": 0, "min_words": 20, "max_words": 40}
+    prepare_data("pydoc", spec, tmp_path)
+    path = tmp_path / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["items"] = manifest["items"][:-1]  # the segments of the others are still there with their hashes
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(ModifiedInputError, match=re.escape(str(path)) + r": its sha256 .*prepare_data"):
+        load_inputs(tmp_path)

@@ -1,5 +1,8 @@
 """The dynamics study: simulator, equilibria and their stability, experiments, ALBERT unrolled."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -330,3 +333,35 @@ def test_models_that_are_not_one_shared_layer_are_refused(tmp_path):
     info = prepare_model("grouped", spec, tmp_path / "models" / "grouped", tmp_path / "model.json")
     with pytest.raises(al.NotSharedLayerError, match="num_hidden_groups=2"):
         al.load(info["path"], SEED)
+
+
+def test_unroll_albert_checks_its_model_files_and_records_what_decides_the_bits(tmp_path):
+    """unroll_albert checks the model's files as rule measure does (an edited file names itself and prepare_model,
+    and nothing is written) and gives its outputs the provenance the other outputs have."""
+    import json
+
+    from rollout_equality.data import prepare_data
+    from rollout_equality.models import ModifiedFileError
+
+    spec = {
+        "backend": "transformers",
+        "modality": "text",
+        "random_init": {"seed": 0, "tokenizer": MINILM, "config": TINY_ALBERT},
+    }
+    info = prepare_model("tiny_albert", spec, tmp_path / "models" / "tiny_albert", tmp_path / "model.json")
+    data = {"modality": "text", "source": {"pydoc_topics": True}, "n": 2, "seed": 0, "min_words": 8, "max_words": 16}
+    prepare_data("pydoc", data, tmp_path / "data")
+    out = tmp_path / "out"
+    al.unroll_albert(
+        info, tmp_path / "data" / "manifest.json", out / "r.parquet", out / "info.json", steps=2, max_tokens=16
+    )
+    written = json.loads((out / "info.json").read_text())
+    assert written["compute"]["device"] == "cpu" and "torch" in written["compute"]["versions"]
+    assert written["model"]["files"] == info["files"] and "path" not in written["model"]
+    config = Path(info["path"]) / "config.json"
+    config.write_text(config.read_text().replace('"num_attention_heads": 4', '"num_attention_heads": 2'))
+    with pytest.raises(ModifiedFileError, match=re.escape(str(config)) + ".*prepare_model"):
+        al.unroll_albert(
+            info, tmp_path / "data" / "manifest.json", out / "again.parquet", out / "again.json", steps=2, max_tokens=16
+        )
+    assert not (out / "again.parquet").exists() and not (out / "again.json").exists()

@@ -600,3 +600,20 @@ def test_records_do_not_depend_on_the_jobs_threads(tmp_path):
     for rows, rollout, dump in runs[1:]:
         assert rows == runs[0][0] and rollout == runs[0][1]
         assert all(np.array_equal(dump[k], runs[0][2][k]) for k in dump)
+
+
+def test_hooks_that_capture_other_than_one_map_per_layer_are_refused_naming_the_counts(built):
+    """The hook path counts what it captured against the config's num_hidden_layers (as timm's backend counts its
+    blocks): a recorder that matches an extra module, or misses one, stops the extraction naming both counts."""
+    name = next(
+        n for n, (backend, modality, *_) in FAMILIES.items() if backend == "transformers" and modality == "text"
+    )
+    ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
+    n = ex.n_layers
+    assert ex.attention_modules and len(ex.attention_modules) == n
+    ex.attention_modules = ex.attention_modules + ex.attention_modules[:1]  # a module matched twice
+    with pytest.raises(NoAttentionError, match=rf"{n + 1} attention maps captured by hooks .* has {n} layers"):
+        ex(TEXTS)
+    ex.attention_modules = ex.attention_modules[: n - 1]
+    with pytest.raises(NoAttentionError, match=rf"{n - 1} attention maps captured by hooks .* has {n} layers"):
+        ex(TEXTS)

@@ -101,3 +101,78 @@ def test_the_command_line_verb_refuses_an_unknown_suite(capsys):
 def test_a_model_repository_without_config_json_is_refused_by_name():
     with pytest.raises(hub.HubError, match="no config.json"):
         hub.loader_files(["model.safetensors", "tokenizer.json"])
+
+
+def test_a_late_answer_for_main_still_names_the_unresolved_revision(monkeypatch):
+    """A mirror that answers an unknown commit with HTTP 500 and is slow to answer for `main` (a loaded machine):
+    the message names the revision whatever the delay, once the server has accepted the connection."""
+    import json
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import huggingface_hub.constants
+
+    main = "a" * 40
+
+    class Mirror(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.endswith("/revision/main"):
+                time.sleep(2 * hub.CONNECT_SECONDS)  # later than reaching the server may take
+                body, status = json.dumps({"id": "org/repo", "sha": main}).encode(), 200
+            else:
+                body, status = b"Internal Server Error", 500
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Mirror)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(hub, "CONNECT_SECONDS", 0.5)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    try:
+        check = sources.check_hub("model", "m", "org/repo", "f" * 40, "model")
+    finally:
+        server.shutdown()
+    assert (
+        check.problem
+        == f"org/repo does not resolve revision {'f' * 40} (the hub answered HTTP 500), while its main is at {main}"
+    )
+    assert "pin a commit that exists" in check.todo
+
+
+def test_a_dropped_connection_is_asked_again_and_a_refused_one_is_not(monkeypatch):
+    """A server that accepted the connection and dropped it (a loaded mirror closing a kept-alive connection) is
+    asked again after a wait; a refused connection fails at once (an unreachable hub is named in seconds)."""
+    monkeypatch.setattr(hub, "DROPPED_RETRY_WAITS", (0.0, 0.0, 0.0))
+    calls = []
+
+    def flaky(errors):
+        def call():
+            calls.append(1)
+            if len(calls) <= errors:
+                raise httpx2.ReadError("[Errno 104] Connection reset by peer")
+            return "answer"
+
+        return call
+
+    assert hub.answered(flaky(3), "org/repo@main") == "answer" and len(calls) == 4
+    calls.clear()
+    with pytest.raises(httpx2.ReadError):
+        hub.answered(flaky(4), "org/repo@main")
+    assert len(calls) == 4
+    calls.clear()
+
+    def refused():
+        calls.append(1)
+        raise httpx2.ConnectError("[Errno 111] Connection refused")
+
+    with pytest.raises(httpx2.ConnectError):
+        hub.answered(refused, "org/repo@main")
+    assert len(calls) == 1

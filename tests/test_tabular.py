@@ -291,6 +291,68 @@ def test_measure_records_cls_is_special_and_deterministic(trained, tmp_path):
     pd.testing.assert_frame_equal(df, read_records(tmp_path / "b/r.parquet"))
 
 
+@pytest.mark.parametrize("edit", ["byte", "array"])
+def test_an_edited_table_stops_measuring_naming_the_file_with_no_records_written(trained, tmp_path, edit):
+    """A byte changed inside data.npz (its modification time kept), or the file rewritten with one value changed:
+    measure_ftt (and train_ftt) refuse it against the manifest's hashes, naming the file and the rule to rerun."""
+    import os
+    import shutil
+    import zipfile
+
+    from rollout_equality.tabular import ModifiedTableError
+
+    root, _ = trained
+    table = tmp_path / "cancer"
+    shutil.copytree(root / "cancer", table)
+    data, manifest = files(tmp_path, "cancer")
+    stat = data.stat()
+    if edit == "byte":
+        with zipfile.ZipFile(data) as z:
+            info = z.getinfo("x_cont_train.npy")
+        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+        raw = bytearray(data.read_bytes())
+        raw[start + 200] ^= 0x01  # inside the array's values, past the .npy header
+        data.write_bytes(bytes(raw))
+        os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    else:
+        with np.load(data) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        arrays["x_cont_test"] = arrays["x_cont_test"].copy()
+        arrays["x_cont_test"][0, 0] += 1
+        with open(data, "wb") as fh:
+            np.savez(fh, **arrays)
+    out = tmp_path / "out"
+    with pytest.raises(ModifiedTableError) as err:
+        measure_ftt(
+            data,
+            manifest,
+            root / "a" / "model.pt",
+            root / "a" / "metrics.json",
+            out / "r.parquet",
+            out / "r.rollout.parquet",
+            n_inputs=4,
+            device="cpu",
+            threads=1,
+            condition=Condition(atol=1e-9, row_sum_atol=1e-5),
+        )
+    assert str(data) in str(err.value) and "prepare_tabular" in str(err.value)
+    assert not out.exists() or not any(out.iterdir())
+    with pytest.raises(ModifiedTableError, match="prepare_tabular"):
+        train_ftt(
+            data,
+            manifest,
+            out / "m.pt",
+            out / "metrics.json",
+            seed=0,
+            max_epochs=1,
+            patience=1,
+            batch_size=256,
+            binary_head="one_logit",
+            device="cpu",
+        )
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_default_model_configuration():
     model = build_model(
         {

@@ -19,6 +19,7 @@ from snakemake.utils import validate
 from snakemake_interface_common.exceptions import WorkflowError
 
 from rollout_equality.baseline import random_baseline
+from rollout_equality.compute import gpu_claim
 from rollout_equality.config import check_references
 from rollout_equality.settings import Baseline, from_section
 
@@ -609,7 +610,7 @@ SLURM_SITE = [
     *[
         f"{rule}:{key}"
         for rule in ("measure", "train_ftt", "measure_ftt")
-        for key in ("slurm_partition=debug", "gpu=0", "mem_mb=3000", "cpus_per_task=2")
+        for key in ("slurm_partition=debug", "mem_mb=3000", "cpus_per_task=2")
     ],
 ]
 
@@ -733,30 +734,40 @@ def test_an_edited_input_stops_measure_naming_it_and_no_records_are_written(run_
 
 @pytest.mark.parametrize(
     "extraction, training",
-    [("cpu", "cpu"), ("cuda", "cpu"), ("cpu", "cuda:0"), ("auto", "auto")],
+    [("cpu", "cuda"), ("cuda", "cpu"), ("cuda:0", "auto"), ("auto", "cuda:0")],  # each setting once for each
 )
-def test_a_rule_claims_the_gpu_only_when_its_device_resolves_to_cuda(tmp_path, extraction, training):
-    """measure claims Snakemake's `gpu` resource for extraction.device, train_ftt and measure_ftt for
-    tabular.training.device, and `auto` claims it only on a host where torch sees a CUDA GPU."""
-    import torch
-
+def test_the_slurm_profile_claims_a_gpu_exactly_where_the_device_setting_asks_for_one(tmp_path, extraction, training):
+    """`snakemake -n --profile profiles/slurm` (the slurm executor's dry run needs no cluster): measure claims a GPU
+    for extraction.device cuda[:N], train_ftt and measure_ftt for tabular.training.device cuda[:N]; cpu and auto
+    (a GPU if the job's node shows one) claim none. The claim follows from the setting alone: the controller runs
+    here with a torch that cannot be imported."""
     config = copy.deepcopy(TINY)
     config["extraction"]["device"] = extraction
     config["tabular"]["training"]["device"] = training
-    res = snakemake(tmp_path, "-n", "offline", config=config)
+    no_torch = tmp_path / "no_torch" / "torch"
+    no_torch.mkdir(parents=True)
+    (no_torch / "__init__.py").write_text('raise ImportError("the workflow imported torch to plan its jobs")\n')
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(no_torch.parent), os.environ.get("PYTHONPATH")]))}
+    res = snakemake(tmp_path, "-n", "--profile", str(REPO / "profiles/slurm"), "offline", config=config, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
     claims: dict[str, set[int]] = {}
     rule = None
     for line in res.stdout.splitlines():
-        if line.startswith("rule "):
-            rule = line.removeprefix("rule ").rstrip(":")
+        if line.startswith(("rule ", "localrule ")):
+            rule = line.split()[1].rstrip(":")
         elif line.strip().startswith("resources:"):
             gpu = re.search(r"\bgpu=(\d+)", line)
             claims.setdefault(rule, set()).add(int(gpu.group(1)) if gpu else 0)
 
-    def cuda(device):
-        return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+    def claim(device):
+        return {1 if device.startswith("cuda") else 0}
 
-    expected = {"measure": cuda(extraction), "train_ftt": cuda(training), "measure_ftt": cuda(training)}
-    assert {r: claims[r] for r in expected} == {r: {int(v)} for r, v in expected.items()}
-    assert all(claims[r] == {0} for r in claims if r not in expected)
+    expected = {"measure": claim(extraction), "train_ftt": claim(training), "measure_ftt": claim(training)}
+    assert {r: claims[r] for r in expected} == expected
+    assert all(claims[r] == {0} for r in claims if r not in expected), claims
+
+
+def test_a_gpu_claim_follows_from_the_setting_alone():
+    assert [gpu_claim(d) for d in ("cpu", "auto", "cuda", "cuda:0", "cuda:3")] == [0, 0, 1, 1, 1]
+    with pytest.raises(ValueError, match="device must be auto, cpu or cuda"):
+        gpu_claim("gpu")

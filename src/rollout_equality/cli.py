@@ -245,15 +245,14 @@ def _images(paths: list[str]) -> tuple[list[str], list, str]:
 
 def dataset_record(name: str, ids: list[str], inputs: list) -> dict:
     """The records' data set provenance for inputs given on the command line: their count and a SHA-256 over every
-    input's id and content (text as UTF-8, images as RGB pixels), as a prepared data set's manifest has it."""
-    import numpy as np
+    input's id and content (text as UTF-8, images as shape and RGB pixels), as a prepared data set's manifest has
+    it."""
+    from rollout_equality.data import image_sha256, manifest_sha256, sha256_bytes
 
-    from rollout_equality.data import sha256_bytes
-
-    digests = [sha256_bytes(x.encode() if isinstance(x, str) else np.asarray(x).tobytes()) for x in inputs]
+    digests = [sha256_bytes(x.encode()) if isinstance(x, str) else image_sha256(x) for x in inputs]
     return {
         "name": name,
-        "sha256": sha256_bytes("".join(f"{i} {d}\n" for i, d in zip(ids, digests)).encode()),
+        "sha256": manifest_sha256([{"id": i, "sha256": d} for i, d in zip(ids, digests)]),
         "n": len(ids),
     }
 

@@ -1,8 +1,9 @@
 """Where and how the numbers are computed: the device, torch's threads, float32 without shortcuts, and what decides
 a result's bits (recorded with every records file and every trained FT-Transformer).
 
-One place resolves the device (:func:`resolve_device`): the workflow's rules ask it whether a job claims a GPU
-(:func:`uses_cuda`), and the jobs ask it where to run.
+One place resolves the device (:func:`resolve_device`), in the job, on the host that runs it. The workflow's rules
+claim a GPU from the setting alone (:func:`gpu_claim`), never from the hardware of the host that plans the jobs (a
+cluster's login node rarely has the GPU of the node that runs them).
 
 What the bits depend on, and what is fixed here:
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 from importlib import metadata as importlib_metadata
 from typing import Any
@@ -71,14 +73,15 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def uses_cuda(device: str) -> bool:
-    """Whether a job with this device setting runs on a CUDA GPU on this host: what a rule's ``gpu`` resource claims
-    (``auto`` on a host without a GPU claims none). Only ``auto`` imports torch to find out."""
-    if device == "cpu":
-        return False
-    if device.startswith("cuda"):
-        return True
-    return resolve_device(device).startswith("cuda")
+def gpu_claim(device: str) -> int:
+    """The GPUs a rule's ``gpu`` resource claims for a job with this device setting, from the setting alone:
+    ``cuda[:N]`` claims 1, ``cpu`` none, and ``auto`` ("a GPU if the job's node has one") none: a job with ``auto``
+    uses a GPU that its node happens to show it, and asks for none (on a cluster, set ``cuda`` to be given one)."""
+    if device == "auto" or device == "cpu":
+        return 0
+    if re.fullmatch(r"cuda(:\d+)?", device):
+        return 1
+    raise ValueError(f"device must be auto, cpu or cuda[:N]; got {device!r}")
 
 
 def exact_float32() -> None:

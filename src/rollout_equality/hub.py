@@ -50,6 +50,55 @@ METADATA_SUFFIXES = (".json", ".txt", ".model", ".spm", ".vocab", ".codes", ".ti
 OTHER_FORMAT_INDEXES = re.compile(r".*\.(h5|msgpack|ot|onnx)\.index\.json|tf_model.*\.json|flax_model.*\.json")
 
 
+# How long one hub API call of the preflight may wait. Reaching the server is decided within CONNECT_SECONDS (an
+# unreachable hub fails fast instead of after ~30 s of retries); a server that accepted the connection then has
+# ANSWER_SECONDS to answer. A loaded hub or mirror answers late, and a late answer is still an answer: within that
+# budget no message depends on how quickly the server answered.
+CONNECT_SECONDS = 10.0
+ANSWER_SECONDS = 300.0
+
+
+def api_timeout():
+    """The time-out of one hub API call: :data:`CONNECT_SECONDS` to connect, :data:`ANSWER_SECONDS` to answer."""
+    import httpx2  # huggingface_hub 2's HTTP client
+
+    return httpx2.Timeout(ANSWER_SECONDS, connect=CONNECT_SECONDS)
+
+
+# A connection the server dropped after accepting it (a kept-alive connection closed by a loaded server, a reset):
+# the call is made again after these waits (seconds), then the error stands. A refused or unresolvable connection is
+# not retried (an unreachable hub fails fast).
+DROPPED_RETRY_WAITS = (1.0, 2.0, 4.0)
+
+
+def _dropped(err: BaseException) -> bool:
+    """True when ``err`` (or an error it was raised from) is a connection dropped after it was made."""
+    types: list[type] = []
+    for module in ("httpx2", "httpx"):
+        try:
+            mod = __import__(module)
+        except ImportError:
+            continue
+        types += [getattr(mod, n) for n in ("ReadError", "WriteError", "RemoteProtocolError", "CloseError")]
+    return any(isinstance(e, tuple(types)) for e in _chain(err))
+
+
+def answered(call: Callable[[], Any], what: str) -> Any:
+    """``call()``, made again (:data:`DROPPED_RETRY_WAITS`) when the server dropped the connection it had accepted."""
+    import time
+
+    for wait in (*DROPPED_RETRY_WAITS, None):
+        try:
+            return call()
+        except Exception as err:
+            if wait is None or not _dropped(err):
+                raise
+            log.info(
+                "%s: the server dropped the connection (%s: %s); again in %.0f s", what, type(err).__name__, err, wait
+            )
+            time.sleep(wait)
+
+
 class HubError(RuntimeError):
     """A hub repository could not be had; the message names the cause and what to do."""
 
@@ -303,14 +352,18 @@ def list_files(
     gated = None
     if COMMIT.fullmatch(revision) and not look_up:
         commit = revision
-    else:  # a short probe first: an unreachable hub otherwise costs ~30 s of retries
-        info = api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=10)
+    else:  # a probe first, quick to connect: an unreachable hub otherwise costs ~30 s of retries
+        info = answered(
+            lambda: api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=api_timeout()),
+            f"{repo_id}@{revision}",
+        )
         commit, gated = info.sha, getattr(info, "gated", None)
-    entries = {
-        f.path: f
-        for f in api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
-        if isinstance(f, RepoFile)
-    }
+
+    def tree() -> dict[str, RepoFile]:
+        listing = api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
+        return {f.path: f for f in listing if isinstance(f, RepoFile)}
+
+    entries = answered(tree, f"{repo_id}@{commit}: file list")
     tree = {name: int(f.size) for name, f in entries.items()}
     chosen = sorted(select(tree, commit) if select else loader_files(tree))
     return Listing(repo_id, repo_type, revision, commit, entries, chosen, gated)

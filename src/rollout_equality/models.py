@@ -78,14 +78,37 @@ def file_records(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int
 
 
 class ModifiedFileError(RuntimeError):
-    """A prepared file is not what it was when it was prepared (missing, or other bytes)."""
+    """A prepared file is not what it was when it was prepared (missing, or other bytes), or a file a loader would
+    read lies beside the prepared ones without having been prepared."""
+
+
+# The files a model's loader (transformers, timm) may read from its folder: weights in any format transformers or
+# timm loads (a model.safetensors added beside a recorded pytorch_model.bin is the one transformers takes), their
+# shard indexes, configuration, tokenizer and preprocessor files (hub.METADATA_SUFFIXES: .json, vocabularies,
+# SentencePiece models, ...). Such a file that was not prepared is refused.
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".onnx", ".h5", ".msgpack", ".gguf", ".npz")
+
+
+def loader_file(name: str) -> bool:
+    """Whether a loader may read a file of this name (:data:`WEIGHT_SUFFIXES`, :data:`hub.METADATA_SUFFIXES`)."""
+    return name.endswith(WEIGHT_SUFFIXES + hub.METADATA_SUFFIXES)
 
 
 def verify_files(folder: Path, files: dict[str, dict[str, Any]], stamps: dict[str, int], what: str, rerun: str) -> int:
     """Check that the files recorded by :func:`file_records` are still there with their bytes: a file whose size and
-    modification time are those recorded is taken as unchanged (not read); any other is hashed in full. Raises
-    :class:`ModifiedFileError` naming the first file that is missing or differs, and ``rerun`` (what to run again).
-    Returns how many bytes were hashed."""
+    modification time are those recorded is taken as unchanged (not read); any other is hashed in full. A file that
+    a loader may read (:func:`loader_file`) and that was not recorded is refused too. Raises
+    :class:`ModifiedFileError` naming the first file that is missing, differs or was added, and ``rerun`` (what to
+    run again). Returns how many bytes were hashed."""
+    folder = Path(folder)
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if rel.as_posix() in files or any(part.startswith(".") for part in rel.parts) or not path.is_file():
+            continue
+        if loader_file(path.name):
+            raise ModifiedFileError(
+                f"{what}: {path} was not among the files prepared, and a loader would read it; remove it, or {rerun}"
+            )
     hashed = 0
     for name, rec in files.items():
         path = folder / name

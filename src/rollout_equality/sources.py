@@ -149,11 +149,22 @@ def _hub_problem(err: BaseException, repo_id: str, revision: str, repo_type: str
 
 
 def _main_commit(repo_id: str, repo_type: str) -> str | None:
+    """The commit of the repository's ``main``, or None when the server says it has none or cannot be reached.
+
+    Asked only after the server answered for the revision, so it is reachable: the answer gets the budget of any
+    hub call (:func:`hub.api_timeout`, :func:`hub.answered`), and a late answer gives the same message as a prompt
+    one.
+    """
     from huggingface_hub import HfApi
 
     try:
-        return HfApi().repo_info(repo_id, repo_type=repo_type, revision="main", timeout=10).sha
-    except Exception:
+        api = HfApi()
+        return hub.answered(
+            lambda: api.repo_info(repo_id, repo_type=repo_type, revision="main", timeout=hub.api_timeout()),
+            f"{repo_id}@main",
+        ).sha
+    except Exception as err:
+        log.info("%s: main not resolved either (%s: %s)", repo_id, type(err).__name__, err)
         return None
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -419,14 +420,39 @@ def prepare_tabular(
 def load_prepared(
     data_path: str | os.PathLike, manifest_path: str | os.PathLike
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(manifest, arrays) of a prepared table (:func:`prepare_tabular`)."""
-    manifest_path = Path(manifest_path)
+    """(manifest, arrays) of a prepared table (:func:`prepare_tabular`), every array checked against the SHA-256 its
+    manifest records: a missing, unreadable or edited ``data.npz`` (or an array it lacks or adds) raises
+    :class:`ModifiedTableError` naming the file and the rule to rerun, before anything is trained or measured, so
+    that records never cite a manifest whose arrays they did not read."""
+    data_path, manifest_path = Path(data_path), Path(manifest_path)
     if not manifest_path.exists():
         raise FileNotFoundError(f"{manifest_path} is missing: prepare the table first (rule prepare_tabular)")
     manifest = json.loads(manifest_path.read_text())
-    with np.load(data_path) as npz:
-        arrays = {k: npz[k] for k in npz.files}
+    rerun = f"prepare the table again (snakemake --forcerun prepare_tabular {manifest_path}, or delete {data_path})"
+    try:
+        with np.load(data_path) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as err:  # missing, truncated, or a member's CRC fails
+        raise ModifiedTableError(f"{data_path} cannot be read as the prepared arrays ({err}); {rerun}") from err
+    recorded = manifest.get("sha256")
+    if not isinstance(recorded, dict):
+        raise ModifiedTableError(f"{manifest_path} records no hashes of its arrays; {rerun}")
+    if set(arrays) != set(recorded):
+        raise ModifiedTableError(
+            f"{data_path} holds the arrays {sorted(arrays)}, its manifest {manifest_path} records {sorted(recorded)}; "
+            f"{rerun}"
+        )
+    for key, array in sorted(arrays.items()):
+        if sha256_bytes(np.ascontiguousarray(array).tobytes()) != recorded[key]:
+            raise ModifiedTableError(
+                f"{data_path}: array {key!r} is not the one prepared (its SHA-256 differs from {manifest_path}'s); "
+                f"{rerun}"
+            )
     return manifest, arrays
+
+
+class ModifiedTableError(RuntimeError):
+    """A prepared table's arrays are not what its manifest records (missing, unreadable or other bytes)."""
 
 
 def fetch_table(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike, out_path: str | os.PathLike) -> None:

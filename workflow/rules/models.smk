@@ -81,7 +81,7 @@ rule measure:
     threads: config["extraction"]["threads"]  # the forward pass's; the analysis uses the job's (set-threads may raise them)
     resources:
         mem_mb=16000,
-        gpu=lambda w: int(uses_cuda(config["extraction"]["device"])),
+        gpu=gpu_claim(config["extraction"]["device"]),  # from the setting: the job resolves auto on its node
     params:
         extraction=config["extraction"],
         condition=config["condition"],

@@ -53,7 +53,7 @@ rule train_ftt:
     threads: lambda w: TABLES[w.tabular]["training"]["threads"]  # the scheduler's share; torch uses exactly these
     resources:
         mem_mb=8000,
-        gpu=lambda w: int(uses_cuda(TABLES[w.tabular]["training"]["device"])),
+        gpu=lambda w: gpu_claim(TABLES[w.tabular]["training"]["device"]),
     params:
         training=lambda w: TABLES[w.tabular]["training"],
         binary_head=lambda w: TABLES[w.tabular]["recipe"]["binary_head"],
@@ -78,7 +78,7 @@ rule measure_ftt:
         "../../envs/workflow.yaml"
     threads: lambda w: TABLES[w.tabular]["training"]["threads"]
     resources:
-        gpu=lambda w: int(uses_cuda(TABLES[w.tabular]["training"]["device"])),
+        gpu=lambda w: gpu_claim(TABLES[w.tabular]["training"]["device"]),
     params:
         n_inputs=config["tabular"]["n_inputs"],
         training=lambda w: TABLES[w.tabular]["training"],

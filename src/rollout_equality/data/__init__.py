@@ -26,6 +26,23 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def image_sha256(image: Any) -> str:
+    """SHA-256 of an RGB image (PIL image or (height, width, 3) uint8 array): its shape, then its pixels, so that
+    the same bytes in another shape (a 4×6 image against a 6×4 one) hash differently."""
+    import numpy as np
+
+    pixels = np.ascontiguousarray(np.asarray(image), dtype=np.uint8)
+    if pixels.ndim != 3 or pixels.shape[2] != 3:
+        raise ValueError(f"an RGB image has shape (height, width, 3); got {pixels.shape}")
+    height, width, _ = pixels.shape
+    return sha256_bytes(f"rgb {height}x{width}\n".encode() + pixels.tobytes())
+
+
+def manifest_sha256(items: list[dict[str, Any]]) -> str:
+    """A data set's digest, which records cite: a hash over every item's id and content hash, in order."""
+    return sha256_bytes("".join(f"{it['id']} {it['sha256']}\n" for it in items).encode())
+
+
 class DataUnavailableError(RuntimeError):
     """A data set's source cannot be had here; the message names the cause and what to do."""
 
@@ -156,8 +173,7 @@ def write_manifest(out_dir: str | os.PathLike, manifest: dict[str, Any]) -> dict
 
     Adds ``sha256``, a hash over every item's id and content hash, and returns the manifest.
     """
-    items = "".join(f"{it['id']} {it['sha256']}\n" for it in manifest["items"])
-    manifest = {**manifest, "sha256": sha256_bytes(items.encode())}
+    manifest = {**manifest, "sha256": manifest_sha256(manifest["items"])}
     write_json(Path(out_dir) / "manifest.json", manifest)
     return manifest
 
@@ -191,15 +207,28 @@ class ModifiedInputError(RuntimeError):
 def load_inputs(data_dir: str | os.PathLike) -> tuple[list[str], list[Any], dict[str, Any]]:
     """The prepared inputs of a data set: (ids, inputs, manifest); inputs are strings or PIL images (RGB).
 
-    Every input is checked against the SHA-256 its manifest records (of the text's UTF-8 bytes, of an image's RGB
-    pixels) before anything is measured: a missing, unreadable or edited input raises :class:`ModifiedInputError`
-    naming the file and the rule to rerun, so that records never claim a manifest their inputs do not match."""
+    Every input is checked against the SHA-256 its manifest records (of the text's UTF-8 bytes, of an image's shape
+    and RGB pixels, :func:`image_sha256`), and the manifest's own digest (which records cite) against its items,
+    before anything is measured: a missing, unreadable or edited input or manifest raises
+    :class:`ModifiedInputError` naming the file and the rule to rerun, so that records never claim a manifest their
+    inputs do not match."""
     manifest = read_manifest(data_dir)
     data_dir = Path(data_dir)
     rerun = (
         f"prepare the data set again (snakemake --forcerun prepare_data {data_dir / 'manifest.json'}, "
         f"or delete {data_dir})"
     )
+    try:
+        digest = manifest_sha256(manifest["items"])
+    except (KeyError, TypeError) as err:
+        raise ModifiedInputError(
+            f"{data_dir / 'manifest.json'} lists its items without ids or hashes; {rerun}"
+        ) from err
+    if manifest.get("sha256") != digest:
+        raise ModifiedInputError(
+            f"{data_dir / 'manifest.json'}: its sha256 {manifest.get('sha256')} is not the digest of the items it "
+            f"lists ({digest}); {rerun}"
+        )
     ids = [it["id"] for it in manifest["items"]]
     if manifest["modality"] == "text":
         path = data_dir / "segments.jsonl"
@@ -219,7 +248,6 @@ def load_inputs(data_dir: str | os.PathLike) -> tuple[list[str], list[Any], dict
                 raise ModifiedInputError(f"segment {item['id']} {what} {path}; {rerun}")
             texts.append(text)
         return ids, texts, manifest
-    import numpy as np
     from PIL import Image
 
     images = []
@@ -230,7 +258,7 @@ def load_inputs(data_dir: str | os.PathLike) -> tuple[list[str], list[Any], dict
                 image = im.convert("RGB")
         except OSError as err:  # missing, truncated or not an image
             raise ModifiedInputError(f"{path} cannot be read as an image ({err}); {rerun}") from err
-        if sha256_bytes(np.asarray(image).tobytes()) != item["sha256"]:
+        if image_sha256(image) != item["sha256"]:
             raise ModifiedInputError(f"{path} is not the image that was prepared (its pixels differ); {rerun}")
         images.append(image)
     return ids, images, manifest

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rollout_equality.data import load_hub_dataset, sha256_bytes, write_manifest
+from rollout_equality.data import image_sha256, load_hub_dataset, write_manifest
 from rollout_equality.io import atomic_path, progress
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
@@ -182,7 +182,6 @@ def prepare_images(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
         rel = f"images/{item_id}.png"
         with atomic_path(out_dir / rel) as tmp:
             image.save(tmp, format="PNG")
-        pixels = np.asarray(image)
         items.append(
             {
                 "id": item_id,
@@ -190,7 +189,7 @@ def prepare_images(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
                 **classes[idx],
                 "file": rel,
                 "size": list(image.size),
-                "sha256": sha256_bytes(pixels.tobytes()),
+                "sha256": image_sha256(image),
             }
         )
     manifest = {

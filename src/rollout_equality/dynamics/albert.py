@@ -198,27 +198,36 @@ def unroll_albert(
     row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
 ) -> pd.DataFrame:
     """Unroll every input of a prepared text data set; write the records (Parquet, provenance in
-    its metadata) and the layer's eigen-information (JSON), each atomically."""
-    import pyarrow as pa
+    its metadata) and the layer's eigen-information (JSON), each atomically.
 
+    The model's files are checked against what ``prepare_model`` recorded and the inputs against their manifest
+    (as rule measure checks them) before anything runs; the provenance names the model's files and hashes, the
+    data set's digest and what decides the bits (:func:`rollout_equality.compute.provenance`)."""
+    import pyarrow as pa
+    import torch
+
+    from rollout_equality.compute import provenance
     from rollout_equality.data import load_inputs
     from rollout_equality.io import write_json, write_parquet
+    from rollout_equality.measure import check_model, model_record
+    from rollout_equality.models import random_seed
+    from rollout_equality.paths import MODEL_INFO
 
+    name = model_info.get("name")
+    check_model(model_info, f"prepare it again (snakemake --forcerun prepare_model {MODEL_INFO.format(model=name)})")
     ids, texts, manifest = load_inputs(Path(data_manifest).parent)
     if manifest["modality"] != "text":
         raise ValueError(f"{data_manifest} holds {manifest['modality']} inputs; ALBERT reads text")
-    from rollout_equality.models import random_seed
 
     records, info = measure_albert(
         model_info["path"], texts, ids, steps, max_tokens, atol, row_sum_atol, seed=random_seed(model_info)
     )
     info.update(
         {
-            "model": {
-                k: model_info.get(k) for k in ("name", "source", "hub_id", "revision", "commit") if k in model_info
-            },
+            "model": model_record(model_info),
             "dataset": {"name": manifest.get("name"), "n": len(ids), "sha256": manifest.get("sha256")},
             "condition": {"atol": atol, "row_sum_atol": row_sum_atol},
+            "compute": provenance("cpu", threads=torch.get_num_threads()),
         }
     )
     write_parquet(pa.Table.from_pandas(records, preserve_index=False), records_path, info)

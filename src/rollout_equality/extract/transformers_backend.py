@@ -147,7 +147,8 @@ class TransformersExtractor:
         so that one layer's full attention at a time is held, not every layer's; a model without such modules
         returns all of them at the end (``output_attentions=True``)."""
         if self.attention_modules is None:
-            return head_average(self.model(**model_inputs, output_attentions=True).attentions, self.path)
+            average = head_average(self.model(**model_inputs, output_attentions=True).attentions, self.path)
+            return self._counted(average.shape[1], "returned", average)
         batch = next(iter(model_inputs.values())).shape[0]
         layers: list[torch.Tensor] = []
 
@@ -161,7 +162,19 @@ class TransformersExtractor:
         finally:
             for handle in handles:
                 handle.remove()
-        return head_average(layers, self.path) if not layers else torch.stack(layers, dim=1)
+        if not layers:
+            return head_average(layers, self.path)  # raises: no attention captured
+        return self._counted(len(layers), "captured by hooks", torch.stack(layers, dim=1))
+
+    def _counted(self, n: int, how: str, average: torch.Tensor) -> torch.Tensor:
+        """``average`` when ``n`` attention maps is the model's layer count (its config's), else raises naming both:
+        hooks that match extra modules, or miss some, would otherwise add or drop layers without a word."""
+        if n != self.n_layers:
+            raise NoAttentionError(
+                f"{self.path}: {n} attention maps {how} in one forward pass, but its config has {self.n_layers} "
+                f"layers (num_hidden_layers): the attention modules found are not one per layer"
+            )
+        return average
 
     @torch.inference_mode()
     def __call__(self, inputs: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
