@@ -218,22 +218,31 @@ def test_another_measurement_is_different_whatever_its_rate(tmp_path):
     assert row.verdict == "different" and "not the same measurement: inputs" in row.line()
 
 
-def test_holm_keeps_many_small_moves_within_uncertainty_and_one_large_one_different(tmp_path):
-    """Every depth row moved by one pair: each alone is noise and none is flagged; one row moved by half its pairs is."""
+def test_a_rerun_that_differs_by_chance_alone_is_not_flagged_and_a_real_move_is(tmp_path):
+    """Two runs whose depth rows are drawn independently from the kept rates (no real difference): some rows'
+    uncorrected p-values fall below 0.05 by chance, Holm's correction flags none; one row moved by a third of its
+    pairs is flagged."""
+    rng = np.random.default_rng(0)
     kept, moved = kept_copy(tmp_path / "kept"), kept_copy(tmp_path / "moved")
-    depth = read(moved, "depth_rates")
-    for i in depth.index:
-        k, n = int(depth.at[i, "holds"]), int(depth.at[i, "pairs"])
-        set_holds(depth, depth.index == i, 1 if k < n else -1)
-    write(depth, moved, "depth_rates")
+    rates = read(kept, "depth_rates")
+    for folder in (kept, moved):
+        depth = rates.copy()
+        for i in depth.index:
+            k, n = int(depth.at[i, "holds"]), int(depth.at[i, "pairs"])
+            set_holds(depth, depth.index == i, int(rng.binomial(n, k / n)) - k)
+        write(depth, folder, "depth_rates")
     result = compare(kept, moved)
-    assert result.counts()["within uncertainty"] == len(depth) and result.status == 0
+    by_chance = [r for r in result.rows if any(t.p is not None and t.p < 0.05 for t in r.tests)]
+    assert len(by_chance) >= 3 and result.counts()["different"] == 0 and result.status == 0
+    assert result.counts()["within uncertainty"] > len(depth) / 2
     big = depth.index[depth["pairs"].astype(int) >= 100][0]
-    k, n = int(depth.at[big, "holds"]), int(depth.at[big, "pairs"])
-    set_holds(depth, depth.index == big, -(k // 2) if k > n // 2 else (n - k) // 2 + n // 4)
+    k, n = int(read(kept, "depth_rates").at[big, "holds"]), int(depth.at[big, "pairs"])
+    set_holds(depth, depth.index == big, k - int(depth.at[big, "holds"]) + (-(n // 3) if k >= n // 2 else n // 3))
     write(depth, moved, "depth_rates")
     result = compare(kept, moved)
-    assert result.counts()["different"] == 1 and result.status == 1
+    assert [r.key for r in result.rows if r.verdict == "different"] == [
+        tuple(depth.loc[big, TABLES["depth_rates"].key])
+    ]
 
 
 def test_rollout_medians_of_a_run_without_seeds_may_move_by_rounding_only(tmp_path):
