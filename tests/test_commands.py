@@ -21,6 +21,7 @@ about a minute): they are marked slow; the classification is not.
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +94,9 @@ COMMANDS: dict[str, How] = {
         runs=tuple(f".venv/bin/snakemake --cores 2 {t}" for t in readme_targets()),
     ),
     "python -m rollout_equality.documents": How("run"),
+    ".venv/bin/rollout-equality compare docs/offline results/tables/offline": How(
+        "run", "a reader's offline run whose tables are the kept ones (the offline suite takes more than a minute)"
+    ),
     # docs/cluster.md
     ".venv/bin/snakemake --cores 4 download": How("dry", NETWORK),
     ".venv/bin/snakemake --profile profiles/slurm": How(
@@ -300,6 +304,8 @@ def prepare(clone: Path, command: str) -> None:
         (clone / "lines.txt").write_text("The quick brown fox jumps over the lazy dog.\nRollout multiplies layers.\n")
     if "my.yaml" in command:
         (clone / "my.yaml").write_text(overlay_example())
+    if "compare docs/offline results/tables/offline" in command:  # a run of the offline suite: the kept tables
+        shutil.copytree(clone / "docs/offline", clone / "results/tables/offline", dirs_exist_ok=True)
 
 
 def overlay_example() -> str:
@@ -367,6 +373,9 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
     if command.startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
         assert "wrote r.parquet and r.rollout.parquet" in res.stdout + res.stderr
         assert (clone / "r.parquet").exists() and (clone / "r.rollout.parquet").exists()
+    if "rollout-equality compare" in command:  # every row identical, counted on the last line
+        shutil.rmtree(clone / "results/tables/offline")  # the clone serves every command: no stand-in run left over
+        assert re.search(r"rows: (\d+) identical, 0 within uncertainty, 0 different, 0 missing", res.stdout)
     if command.startswith("rollout-equality condition"):
         assert '"holds"' in res.stdout
     if "suite_mine" in command:  # docs/configuration.md's overlay: one model in a suite of its own, no warning

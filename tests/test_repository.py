@@ -17,11 +17,12 @@ def readme_commands() -> list[str]:
 
 
 def test_quick_start_installs_shows_a_result_runs_the_offline_suite_and_ci_runs_its_test_command():
-    """Quick start: install, the tiny run, the offline suite, the tests; CI runs the last as written, and the first
-    is its install (what each command does is tests/test_commands.py's)."""
+    """Quick start: install, the tiny run, the offline suite, the tests, the check against the kept run; CI runs the
+    tests as written, and the first command is their install (what each command does is tests/test_commands.py's)."""
     commands = readme_commands()
-    assert len(commands) == 4 and all("\n" not in c for c in commands)
-    install, tiny, offline, install_and_test = commands
+    assert len(commands) == 5 and all("\n" not in c for c in commands)
+    install, tiny, offline, install_and_test, compare = commands
+    assert " compare docs/offline results/tables/offline" in compare  # the run checked against the kept one
     assert "--configfile .test/config.yaml --directory tiny" in tiny and offline.endswith("snakemake --cores 2 offline")
     assert install_and_test.endswith(" && .venv/bin/pytest")
     assert install_and_test.removesuffix(" && .venv/bin/pytest") == install  # the lock holds the test tools too

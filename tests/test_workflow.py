@@ -485,6 +485,24 @@ def test_offline_suite_is_byte_identical_on_1_and_2_cores(local_runs):
     assert not differ, f"differ between --cores 2 and --cores 1: {differ}"
 
 
+@pytest.mark.slow
+def test_the_tiny_run_compared_with_its_rerun_is_identical_row_by_row(local_runs):
+    """`rollout-equality compare` on two real tables folders: every table of a run is read and compared (a header
+    that is not the one compare expects exits 2), every row identical, exit 0."""
+    from rollout_equality.compare import TABLES
+
+    (a, _), (b, _) = local_runs
+    tables = [a / "results/tables/offline", b / "results/tables/offline"]
+    assert all((t / f"{name}.csv").is_file() for t in tables for name in TABLES)
+    res = subprocess.run(
+        [sys.executable, "-m", "rollout_equality", "compare", *map(str, tables)], capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    (summary,) = res.stdout.splitlines()  # nothing but the count: no row moved, no table left out
+    rows = sum(len(pd.read_csv(tables[0] / f"{name}.csv")) for name in TABLES)
+    assert f": {rows} rows: {rows} identical, 0 within uncertainty, 0 different, 0 missing" in summary
+
+
 def _browser():
     """Headless Debian chromium through selenium (CI installs both), or skip with the reason."""
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")

@@ -322,6 +322,14 @@ def _cmd_check_sources(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rollout_equality.compare import ALPHA, compare
+
+    result = compare(args.a, args.b, alpha=ALPHA if args.alpha is None else args.alpha)
+    print(result.report())
+    return result.status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rollout-equality", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -395,6 +403,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="also write the table as TSV")
     p.add_argument("--log", default=None)
     p.set_defaults(func=_cmd_check_sources)
+
+    p = sub.add_parser(
+        "compare",
+        help="does run B reproduce run A? their tables compared row by row, within each number's uncertainty",
+        description="Compare two tables folders (a run's results/tables/<suite>/, or docs/offline) row by row: one "
+        "line per row that is not byte-identical, classed within uncertainty (Fisher's exact test for rates, the "
+        "spread across seeds for FT-Transformer scores), different or missing (in one run only), Holm's correction "
+        "over all tests; a claim whose status changed is different. Exit status: 0 nothing different or missing, "
+        "1 something is, 2 bad input (docs/outputs.md, Comparing two runs).",
+    )
+    p.add_argument("a", help="a tables folder, e.g. docs/offline (the kept run)")
+    p.add_argument("b", help="another, e.g. results/tables/offline (your run)")
+    p.add_argument(
+        "--alpha", type=float, default=None, help="family-wise error rate of Holm's correction (default 0.05)"
+    )
+    p.set_defaults(func=_cmd_compare)
     return parser
 
 
@@ -423,7 +447,7 @@ def _condition_flags(p: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.configfile = [str(base_config()), *(getattr(args, "configfile", None) or [])]  # as Snakemake merges them
-    if args.command != "prepare":
+    if args.command not in ("prepare", "compare"):  # they read no config
         print(f"config: {' + '.join(args.configfile)}", file=sys.stderr)
     if args.command == "check-sources":
         args.suite = args.suite or ["paper"]

@@ -90,6 +90,24 @@ def fingerprint_values() -> dict[str, str]:
     }
 
 
+def compare_values() -> dict[str, str]:
+    """The settings of `rollout-equality compare` (:mod:`rollout_equality.compare`) and the number of tests its
+    correction spans for the tables kept in docs/offline/."""
+    from rollout_equality.compare import ALPHA, ROUNDING_ATOL, compare
+    from rollout_equality.documents.kept import OFFLINE
+
+    return {
+        "compare_alpha": f"{ALPHA:g}",
+        "compare_atol": f"{ROUNDING_ATOL:g}",
+        "compare_tests": f"{compare(OFFLINE, OFFLINE).n_tests:,}",
+    }
+
+
 def outputs_values() -> dict[str, str]:
     """Every ``{name}`` of docs/outputs.in.md."""
-    return {"records_columns": records_table(), **reproducibility_values(), **fingerprint_values()}
+    return {
+        "records_columns": records_table(),
+        **reproducibility_values(),
+        **fingerprint_values(),
+        **compare_values(),
+    }
