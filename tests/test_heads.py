@@ -159,3 +159,32 @@ def test_head_records_round_trip(tmp_path):
     assert read_metadata(path) == read_metadata(rollout_path) == {"condition": {"atol": 1e-9}}
     write_head_records(path, rollout_path, [], [], {})  # the feature off: schema, no rows
     assert len(read_records(path)) == 0 and list(read_records(path).columns) == HEAD_SCHEMA.names
+
+
+def test_config_resolves_the_analysis_per_experiment_suite_and_default():
+    import copy
+
+    import yaml
+
+    from rollout_equality.config import check_analysis, run_analysis, suite_analyses
+    from rollout_equality.schema import CONFIG
+
+    config = yaml.safe_load(CONFIG.read_text())
+    check_analysis(config)
+    on = {"per_head": True, "fusions": ["mean", "max", "min"]}
+    assert run_analysis(config, "minilm", "pydoc_topics") == on  # the offline suite's
+    assert run_analysis(config, "dinov2_large", "imagenet_val") == {"per_head": False, "fusions": ["mean"]}
+    assert run_analysis(config, "adult_uci") == on  # an FT-Transformer table of the offline suite
+    assert run_analysis(config, "adult_uci@whatever") == {"per_head": False, "fusions": ["mean"]}  # in no suite
+    assert suite_analyses(config, "offline") and not suite_analyses(config, "paper")
+    mixed = copy.deepcopy(config)
+    mixed["suites"]["offline"][0]["per_head"] = False  # one experiment's own setting wins
+    assert run_analysis(mixed, mixed["suites"]["offline"][0]["model"], "pydoc_topics")["per_head"] is False
+    mixed["suites"]["paper"].append({"model": "minilm", "dataset": "pydoc_topics", "heatmap": False})
+    mixed["suites"]["offline"][0]["per_head"] = True
+    with pytest.raises(ValueError, match="experiment minilm on pydoc_topics is measured once but its suites ask"):
+        check_analysis(mixed)
+    mixed = copy.deepcopy(config)
+    mixed["analysis"]["suites"]["nosuch"] = {"per_head": True}
+    with pytest.raises(ValueError, match="analysis.suites: 'nosuch' is not a suite"):
+        check_analysis(mixed)
