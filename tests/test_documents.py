@@ -143,9 +143,13 @@ def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path):
     benchmark files become one table; with one file missing nothing is copied and the message names it."""
     files, benchmarks = kept.run_files(target, kept.read_config())
     run, offline = tmp_path / "run", tmp_path / "kept"
+
+    def content(name):  # the kept file; one a newer version of the suite writes that is not kept yet: a stand-in
+        return (kept.OFFLINE / name).read_bytes() if (kept.OFFLINE / name).exists() else f"stand-in {name}".encode()
+
     for name, path in files.items():
         (run / path).parent.mkdir(parents=True, exist_ok=True)
-        (run / path).write_bytes((kept.OFFLINE / name).read_bytes())
+        (run / path).write_bytes(content(name))
     steps = pd.read_csv(kept.OFFLINE / kept.BENCHMARK_CSV[target])
     assert sorted(f"results/benchmarks/{step}.tsv" for step in steps["step"]) == sorted(benchmarks)
     for step in steps.itertuples():
@@ -154,7 +158,7 @@ def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path):
         path.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{step.s}\t0:00:00\t{step.max_rss}\t{step.cpu_time}\n")
     kept.copy_kept(target, run, offline)
     for name in kept.COPIED[target]:
-        assert (offline / name).read_bytes() == (kept.OFFLINE / name).read_bytes(), name
+        assert (offline / name).read_bytes() == content(name), name
     copied = pd.read_csv(offline / kept.BENCHMARK_CSV[target])
     assert list(copied["step"]) == list(steps["step"]) and copied["s"].sum() == pytest.approx(steps["s"].sum())
     gone = run / "results" / "benchmarks" / f"{steps['step'].iloc[1]}.tsv"
