@@ -212,3 +212,52 @@ def test_the_tiny_run_is_stated_once_and_what_it_runs_is_asked_of_snakemake():
     assert "build_paper" not in run  # the PDF is the target paper_offline's, not the Quick start's
     said = tiny.values()["tiny_rules"]
     assert said.startswith(f"{len(run)} of the workflow's {len(rules)} rules, all but ") and "`build_paper`" in said
+
+
+def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypatch):
+    """docs/results.md's per-head section: a sentence that the kept run came before it while docs/offline/ lacks the
+    head tables; with them (here written by the pipeline's own writer from small real-shaped records of a trained
+    model and an untrained control of config.yaml) the rates of those tables, and the figure."""
+    import numpy as np
+
+    from rollout_equality.documents import results
+    from rollout_equality.heads import HeadSettings, analyse_head_inputs, write_head_records
+    from rollout_equality.heads_tables import write_head_tables
+    from rollout_equality.paths import HEAD_TABLES
+    from rollout_equality.records import analyse_inputs, write_records
+
+    kept_folder = tmp_path / "offline"
+    kept_folder.mkdir()
+    monkeypatch.setattr(results, "OFFLINE", kept_folder)
+    assert "made before it measured heads" in results.heads_section()
+    rng = np.random.default_rng(0)
+    files: dict[str, list] = {k: [] for k in ("records", "rollout", "heads", "heads_rollout")}
+    for model in ("minilm", "roberta_base_random"):
+        batch = [
+            (rng.dirichlet(np.full(6, 0.3), size=(3, 4, 6)).astype(np.float32), np.eye(6, dtype=bool)[0])
+            for _ in range(4)
+        ]
+        ids = [f"x{i}" for i in range(4)]
+        averaged = analyse_inputs([(h.mean(axis=1), s) for h, s in batch], ids, model=model, dataset="pydoc_topics")
+        per_head = analyse_head_inputs(
+            batch, ids, model=model, dataset="pydoc_topics", settings=HeadSettings(True, ("mean", "max", "min"))
+        )
+        paths = {k: tmp_path / f"{model}.{k}.parquet" for k in files}
+        write_records(paths["records"], paths["rollout"], *[[r for x in averaged for r in x[i]] for i in (0, 1)], {})
+        write_head_records(
+            paths["heads"], paths["heads_rollout"], *[[r for x in per_head for r in x[i]] for i in (0, 1)], {}
+        )
+        for k in files:
+            files[k].append(paths[k])
+    out = {key: tmp_path / path.format(suite="s") for key, path in HEAD_TABLES.items()}
+    write_head_tables(*files.values(), out, kinds={"minilm": "trained", "roberta_base_random": "untrained control"})
+    for name in results.HEAD_FILES:
+        key = "heads_png" if name == "heads.png" else next(k for k, v in HEAD_TABLES.items() if v.endswith(name))
+        (kept_folder / name).write_bytes(out[key].read_bytes())
+    text = results.heads_section()
+    heads = pd.read_csv(kept_folder / "head_rates.csv").set_index(["model", "token_set"])
+    trained = f"{100 * heads.loc[('minilm', 'content'), 'rate']:.0f}%"
+    control = f"{100 * heads.loc[('roberta_base_random', 'content'), 'rate']:.0f}%"
+    assert f"holds for {trained} of the (input, layer, head) triples of the trained models, {control} of the" in text
+    assert "not measured of FT-Transformer's" in text and "](offline/heads.png)" in text
+    assert "under mean fusion" in text and "under min" in text

@@ -20,6 +20,7 @@ from rollout_equality.documents.wording import (
     span,
     split,
 )
+from rollout_equality.paths import HEAD_TABLES
 
 
 def _claims_md(claims: pd.DataFrame) -> str:
@@ -187,7 +188,7 @@ def heads_section() -> str:
         f"pairs, and fails while every head holds in {pct(broken)}%. Across the models the rate is "
         f"{by_fusion.get('mean', 'not measured')}% under mean fusion, {by_fusion.get('max', 'not measured')}% under "
         f"max and {by_fusion.get('min', 'not measured')}% under min (content tokens; "
-        "`results/tables/offline/fusion_rates.csv` also gives the rollout's κ and product bound under each).",
+        f"`{HEAD_TABLES['fusions'].format(suite='offline')}` also gives the rollout's κ and product bound under each).",
         "",
         "![Per-head rate by layer and head, trained models above their untrained controls](offline/heads.png)",
     ]
