@@ -258,6 +258,6 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
     heads = pd.read_csv(kept_folder / "head_rates.csv").set_index(["model", "token_set"])
     trained = f"{100 * heads.loc[('minilm', 'content'), 'rate']:.0f}%"
     control = f"{100 * heads.loc[('roberta_base_random', 'content'), 'rate']:.0f}%"
-    assert f"holds for {trained} of the (input, layer, head) triples of the trained models, {control} of the" in text
-    assert "not measured of FT-Transformer's" in text and "](offline/heads.png)" in text
-    assert "under mean fusion" in text and "under min" in text
+    assert f"holds for {trained} of the trained models' and {control} of the untrained controls' (input, layer" in text
+    assert "FT-Transformer" not in text.split("forms the same matrices")[1] and "](offline/heads.png)" in text
+    assert "% under mean, " in text and "% under min (" in text

@@ -133,14 +133,18 @@ def fusion_rates(
     return df.sort_values([*RUN, "fusion"], key=lambda c: c.map(order) if c.name == "fusion" else c, kind="stable")
 
 
+PANELS_PER_ROW = 5
+"""Panels side by side at most (a group with more runs wraps), so that the figure's text reads at a page's width."""
+
+
 def heads_figure(cells: pd.DataFrame, groups, token_set: str = "content"):
     """Heads × layers heat maps of the per-head rate (``token_set``), one panel per run with per-head rows, in the
     order of ``groups`` (:func:`rollout_equality.figures.run_groups`: trained models, then their untrained controls,
-    then FT-Transformer), so that each trained model's panel stands in the row above its control's."""
+    then FT-Transformer; :data:`PANELS_PER_ROW` to a row), so that trained models stand above their controls."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    from rollout_equality.figures import FONT_PT, GROUPS, _label
+    from rollout_equality.figures import FONT_PT, GROUPS
 
     cells = cells[cells["token_set"] == token_set]
     rows = [(kind, [run for run in runs if run in set(zip(cells["model"], cells["dataset"]))]) for kind, runs in groups]
@@ -150,9 +154,10 @@ def heads_figure(cells: pd.DataFrame, groups, token_set: str = "content"):
         ax.text(0.5, 0.5, "no per-head records in this suite", ha="center", va="center", fontsize=FONT_PT["label"])
         ax.axis("off")
         return fig
+    rows = [(kind, runs[i : i + PANELS_PER_ROW]) for kind, runs in rows for i in range(0, len(runs), PANELS_PER_ROW)]
     ncols = max(len(runs) for _, runs in rows)
     fig, axes = plt.subplots(
-        len(rows), ncols, figsize=(2.3 * ncols + 0.8, 2.2 * len(rows) + 0.3), squeeze=False, constrained_layout=True
+        len(rows), ncols, figsize=(1.6 * ncols + 0.9, 1.6 * len(rows) + 0.3), squeeze=False, constrained_layout=True
     )
     image = None
     for r, (kind, runs) in enumerate(rows):
@@ -165,7 +170,10 @@ def heads_figure(cells: pd.DataFrame, groups, token_set: str = "content"):
             g = cells[(cells["model"] == model) & (cells["dataset"] == dataset)]
             grid = g.pivot(index="head", columns="layer", values="rate").sort_index().to_numpy()
             image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
-            ax.set_title(f"{_label(model, dataset)}\n{GROUPS[kind]}", fontsize=FONT_PT["tick"])
+            first = c == 0 and (r == 0 or rows[r - 1][0] != kind)  # a group's heading on its first panel
+            ax.set_title(
+                f"{GROUPS[kind] + ':' if first else ''}\n{model}\n({dataset})", fontsize=FONT_PT["tick"], loc="left"
+            )
             ax.set_xlabel("layer", fontsize=FONT_PT["label"])
             ax.set_ylabel("head", fontsize=FONT_PT["label"])
             ax.tick_params(labelsize=FONT_PT["tick"])

@@ -20,6 +20,7 @@ from rollout_equality.documents.wording import (
     span,
     split,
 )
+from rollout_equality.heads import FUSIONS
 from rollout_equality.paths import HEAD_TABLES
 
 
@@ -166,29 +167,37 @@ def heads_section() -> str:
     def kind(model: str) -> str:
         return "ftt" if model.startswith("ftt_seed") else kinds.get(model, "trained")
 
-    def rates(df: pd.DataFrame, which: str) -> str:
+    def rates(df: pd.DataFrame, which: str) -> str | None:
         picked = df[[kind(m) == which for m in df["model"]]]
-        return f"{span(picked['rate'])}%" if len(picked) else "not measured"
+        return f"{span(picked['rate'])}%" if len(picked) else None
 
     agree = agreement[agreement["token_set"] == "content"]
     rescued = agree["mean_holds_head_fails"].sum() / agree["pairs"].sum()
     broken = agree["mean_fails_heads_hold"].sum() / agree["pairs"].sum()
     fused = fusions[fusions["token_set"] == "content"]
-    by_fusion = {f: span(g["rate"]) for f, g in fused.groupby("fusion")}
-    trained_mean = rates(fused[fused["fusion"] == "mean"], "trained")
+    by_fusion = {f: f"{span(g['rate'])}%" for f, g in fused.groupby("fusion")}
+    whose = {
+        "trained": "the trained models'",
+        "untrained control": "the untrained controls'",
+        "ftt": "FT-Transformer's",
+    }
+    per_kind = [f"{r} of {whose[k]}" for k in whose if (r := rates(content, k)) is not None]
+    mean = fused[fused["fusion"] == "mean"]
+    mean_kind = [f"{r} of {whose[k]}" for k in whose if (r := rates(mean, k)) is not None]
+    under = [f"{by_fusion[f]} under {f}" for f in FUSIONS if f in by_fusion]
     lines = [
         "**Per head and under head fusions.** The paper tests head-averaged attention (mean fusion). The offline "
         "suite also tests every head's own attention and the entrywise max and min over heads, each row "
         "renormalised to sum to 1 (config `analysis`; vit-explain's `head_fusion` forms the same matrices). On "
-        f"content tokens the condition holds for {rates(content, 'trained')} of the (input, layer, head) triples of "
-        f"the trained models, {rates(content, 'untrained control')} of the untrained controls' and "
-        f"{rates(content, 'ftt')} of FT-Transformer's, against {trained_mean} of the trained models' head-averaged "
-        "(input, layer) pairs.",
+        f"content tokens the condition holds for {and_(per_kind)} (input, layer, head) triples, against "
+        f"{and_(mean_kind)} head-averaged (input, layer) pairs.",
+        "",
         f"Over every model, the head average holds while some head fails in {pct(rescued)}% of the (input, layer) "
-        f"pairs, and fails while every head holds in {pct(broken)}%. Across the models the rate is "
-        f"{by_fusion.get('mean', 'not measured')}% under mean fusion, {by_fusion.get('max', 'not measured')}% under "
-        f"max and {by_fusion.get('min', 'not measured')}% under min (content tokens; "
-        f"`{HEAD_TABLES['fusions'].format(suite='offline')}` also gives the rollout's κ and product bound under each).",
+        f"pairs, and fails while every head holds in {pct(broken)}%: where the condition holds on the average, "
+        f"{'averaging the heads' if rescued > broken else 'the heads themselves'} makes the difference more often. "
+        f"Across the models the rate on content tokens is {and_(under)} "
+        f"(`{HEAD_TABLES['fusions'].format(suite='offline')}` also gives the rollout's κ and product bound under "
+        "each fusion).",
         "",
         "![Per-head rate by layer and head, trained models above their untrained controls](offline/heads.png)",
     ]
