@@ -77,10 +77,10 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
     ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     inputs = TEXTS if FAMILIES[name][1] == "text" else images
     ids = [f"x{i}" for i in range(len(inputs))]
-    batched, batched_ro, _ = measure_inputs(
+    batched, batched_ro, *_ = measure_inputs(
         ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=3, threads=2
     )
-    single, single_ro, _ = measure_inputs(
+    single, single_ro, *_ = measure_inputs(
         ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=1, threads=2
     )
     assert len(batched) == len(single) == 2 * len(inputs) * ex.n_layers
@@ -134,7 +134,7 @@ def test_real_minilm_offline(tmp_path):
     assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
     assert layers.shape == (6, len(tokens), len(tokens))
     assert np.array_equal(special, [t in ("[CLS]", "[SEP]") for t in tokens])
-    rows, ro, _ = measure_inputs(
+    rows, ro, *_ = measure_inputs(
         ex, ["a", "b", "c"], TEXTS, model="minilm", dataset="t", condition=CONDITION, batch_size=3, threads=2
     )
     assert {r["token_set"] for r in rows} == {"content", "all"}
@@ -522,8 +522,8 @@ def test_text_batches_by_length_give_the_records_of_input_order(built):
     assert ex.input_sizes(texts) == [len(ex.tokenizer(t, truncation=True, max_length=32)["input_ids"]) for t in texts]
     ids = [f"x{i}" for i in range(len(texts))]
     kwargs = dict(model="r", dataset="d", condition=CONDITION, batch_size=2, threads=2)
-    sorted_rows, sorted_ro, _ = measure_inputs(ex, ids, texts, batch_by_length=True, **kwargs)
-    plain_rows, plain_ro, _ = measure_inputs(ex, ids, texts, **kwargs)
+    sorted_rows, sorted_ro, *_ = measure_inputs(ex, ids, texts, batch_by_length=True, **kwargs)
+    plain_rows, plain_ro, *_ = measure_inputs(ex, ids, texts, **kwargs)
     assert [r["input_id"] for r in sorted_ro] == [r["input_id"] for r in plain_ro]
     for a, b in zip(sorted_rows, plain_rows):
         for key in ("input_id", "layer", "token_set", "n_tokens", "holds", "holds_direct", "n_max_pairs"):
@@ -597,9 +597,9 @@ def test_records_do_not_depend_on_the_jobs_threads(tmp_path):
             assert torch.get_num_threads() == job_threads  # the job's count is restored after each forward pass
     finally:
         torch.set_num_threads(before)
-    for rows, rollout, dump in runs[1:]:
-        assert rows == runs[0][0] and rollout == runs[0][1]
-        assert all(np.array_equal(dump[k], runs[0][2][k]) for k in dump)
+    for run in runs[1:]:
+        assert run.layer_rows == runs[0].layer_rows and run.rollout_rows == runs[0].rollout_rows
+        assert all(np.array_equal(run.dump[k], runs[0].dump[k]) for k in run.dump)
 
 
 def test_hooks_that_capture_other_than_one_map_per_layer_are_refused_naming_the_counts(built):
@@ -617,3 +617,30 @@ def test_hooks_that_capture_other_than_one_map_per_layer_are_refused_naming_the_
     ex.attention_modules = ex.attention_modules[: n - 1]
     with pytest.raises(NoAttentionError, match=rf"{n - 1} attention maps captured by hooks .* has {n} layers"):
         ex(TEXTS)
+
+
+@pytest.mark.parametrize("name", ["bert", "roberta", "dinov2_reg", "timm_deit_distilled"])
+def test_every_head_kept_beside_the_same_average(name, built, images):
+    """With ``heads=True`` the extractor returns each head's attention of the input's own tokens beside the
+    head average, which is the same bit for bit as without; the per-head and fused records come with the same
+    head-averaged records."""
+    from rollout_equality.heads import HeadSettings
+
+    ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
+    inputs = TEXTS if FAMILIES[name][1] == "text" else images
+    plain, kept = ex(inputs), ex(inputs, heads=True)
+    for (layers, special), (same, same_special, every) in zip(plain, kept):
+        assert np.array_equal(layers, same) and np.array_equal(special, same_special)
+        L, H, n, _ = every.shape
+        assert (L, n) == (layers.shape[0], layers.shape[-1]) and H >= 2 and every.dtype == np.float32
+        np.testing.assert_allclose(every.mean(axis=1), layers, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(every.sum(-1), 1, atol=1e-5)  # each head's rows over the input's own tokens
+    ids = [f"x{i}" for i in range(len(inputs))]
+    kwargs = dict(model=name, dataset="d", condition=CONDITION, batch_size=2, threads=2)
+    off = measure_inputs(ex, ids, inputs, **kwargs)
+    on = measure_inputs(ex, ids, inputs, heads=HeadSettings(per_head=True, fusions=("mean", "max", "min")), **kwargs)
+    assert on.layer_rows == off.layer_rows and on.rollout_rows == off.rollout_rows
+    assert off.head_rows == [] and off.head_rollout_rows == []
+    L, H = kept[0][2].shape[:2]
+    assert len(on.head_rows) == len(inputs) * 2 * L * (H + 2) and len(on.head_rollout_rows) == len(inputs) * 2 * 2 * L
+    assert [r["input_id"] for r in on.head_rows][:: 2 * L * (H + 2)] == ids

@@ -106,9 +106,11 @@ def test_the_records_provenance_names_what_was_measured_not_where_it_lay():
 
 def test_every_column_is_described_once_and_docs_outputs_lists_them():
     from rollout_equality.documents import outputs
-    from rollout_equality.records import COLUMNS
+    from rollout_equality.records import COLUMNS, SCHEMAS
 
-    assert set(COLUMNS) == set(LAYER_SCHEMA.names) | set(ROLLOUT_SCHEMA.names)
+    assert set(COLUMNS) == {name for schema in SCHEMAS.values() for name in schema.names}
     table = outputs.records_table().splitlines()
     assert [line.split("|")[1].strip() for line in table[2:]] == [f"`{c}`" for c in COLUMNS]
-    assert "| `seed` | int32 | layer and rollout |" in table[3] and "| `depth` | int16 | rollout |" in "\n".join(table)
+    assert "| `seed` | int32 | layer, rollout, heads, heads rollout |" in table[
+        3
+    ] and "| `depth` | int16 | rollout, heads rollout |" in "\n".join(table)

@@ -368,3 +368,38 @@ def test_default_model_configuration():
     assert blocks[0]["attention"].W_q.in_features == 192
     out = model(torch.zeros(2, 2), torch.zeros(2, 1, dtype=torch.long))
     assert out.shape == (2, 3)
+
+
+def test_every_head_of_every_block_beside_the_same_average(trained, tmp_path):
+    """FT-Transformer: each block's heads (the last block's recomputed as a square matrix too), their mean the
+    head-averaged attention; the per-head and fused records written beside the same layer records."""
+    from rollout_equality.heads import HeadSettings
+
+    root, _ = trained
+    manifest, arrays, model = load_trained(*files(root, "cancer"), root / "a" / "model.pt", root / "a" / "metrics.json")
+    x_cont, x_cat = _inputs(arrays, "test", np.arange(4), "cpu")
+    att, every = block_attention(model, x_cont, x_cat, heads=True)
+    assert torch.equal(att, block_attention(model, x_cont, x_cat))
+    n = 1 + len(manifest["cont_features"])
+    assert every.shape == (4, 3, 8, n, n) and torch.allclose(every.mean(dim=2), att, atol=1e-6)
+    paths = {}
+    for run, heads in (("off", HeadSettings()), ("on", HeadSettings(per_head=True, fusions=("mean", "max", "min")))):
+        paths[run] = [tmp_path / run / f"r{suffix}.parquet" for suffix in ("", ".rollout", ".heads", ".heads.rollout")]
+        measure_ftt(
+            *files(root, "cancer"),
+            root / "a" / "model.pt",
+            root / "a" / "metrics.json",
+            *paths[run][:2],
+            n_inputs=3,
+            device="cpu",
+            threads=2,
+            condition=Condition(atol=1e-9, row_sum_atol=1e-5),
+            heads=heads,
+            heads_path=paths[run][2],
+            heads_rollout_path=paths[run][3],
+        )
+    for off, on in zip(paths["off"][:2], paths["on"][:2]):
+        assert off.read_bytes() == on.read_bytes()  # the layer and rollout records: the same bytes
+    heads_df = read_records(paths["on"][2])
+    assert len(heads_df) == 3 * 2 * 3 * (8 + 2) and set(heads_df["n_heads"]) == {8}
+    assert set(heads_df["seed"]) == {3} and len(read_records(paths["off"][2])) == 0

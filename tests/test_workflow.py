@@ -789,3 +789,29 @@ def test_a_gpu_claim_follows_from_the_setting_alone():
     assert [gpu_claim(d) for d in ("cpu", "auto", "cuda", "cuda:0", "cuda:3")] == [0, 0, 1, 1, 1]
     with pytest.raises(ValueError, match="device must be auto, cpu or cuda"):
         gpu_claim("gpu")
+
+
+@pytest.mark.slow
+def test_offline_per_head_records_tables_and_figure(run_a):
+    """The tiny run's analysis (per head and the max / min fusions, .test/config.yaml) writes MiniLM's per-head
+    records (6 layers x 12 heads), the fused rows and rollouts, and the suite's head tables and figure."""
+    a = run_a
+    heads = pd.read_parquet(a / "results/records/minilm/pydoc.heads.parquet")
+    records = pd.read_parquet(a / "results/records/minilm/pydoc.parquet")
+    per_head = heads[heads["head"].notna()]
+    assert len(per_head) == len(records) * 12 and set(per_head["head"]) == set(range(12))
+    assert set(heads["fusion"].dropna()) == {"max", "min"} and (heads["holds"] == heads["holds_direct"]).all()
+    fused_rollout = pd.read_parquet(a / "results/records/minilm/pydoc.heads.rollout.parquet")
+    assert len(fused_rollout) == 2 * len(pd.read_parquet(a / "results/records/minilm/pydoc.rollout.parquet"))
+    assert len(pd.read_parquet(a / "results/records/ftt/cancer/seed0.heads.parquet")) == 10 * 3 * 2 * (8 + 2)
+    rates = pd.read_csv(a / "results/tables/offline/head_rates.csv")
+    assert set(rates["model"]) == {"minilm", "tiny_dinov2_reg", "tiny_timm_deit", "ftt_seed0"}
+    minilm = rates[(rates["model"] == "minilm") & (rates["token_set"] == "content")].iloc[0]
+    assert minilm["triples"] == 3 * 6 * 12 and minilm["ci_low"] <= minilm["rate"] <= minilm["ci_high"]
+    fusions = pd.read_csv(a / "results/tables/offline/fusion_rates.csv")
+    assert fusions[fusions["model"] == "minilm"]["fusion"].tolist() == ["mean", "max", "min"] * 2
+    model_rates = pd.read_csv(a / "results/tables/offline/model_rates.csv")
+    mean = fusions[fusions["fusion"] == "mean"].merge(model_rates, on=["model", "dataset", "token_set"])
+    assert (mean["rate_x"] == mean["rate_y"]).all()  # mean is the head-averaged records' rate
+    assert set(pd.read_csv(a / "results/tables/offline/head_agreement.csv")["pairs"]) == {3 * 6, 3 * 2, 3 * 12, 10 * 3}
+    assert (a / "paper/figures/offline/heads.png").stat().st_size > 5000

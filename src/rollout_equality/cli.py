@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rollout_equality.paths import DOWNLOAD_CACHE, MODEL_INFO
+from rollout_equality.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR
 from rollout_equality.schema import CONFIG
 
 
@@ -407,14 +407,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "compare",
         help="does run B reproduce run A? their tables compared row by row, within each number's uncertainty",
-        description="Compare two tables folders (a run's results/tables/<suite>/, or docs/offline) row by row: one "
+        description=f"Compare two tables folders (a run's {SUITE_TABLES_DIR.format(suite='<suite>')}/, or docs/offline) "
+        "row by row: one "
         "line per row that is not byte-identical, classed within uncertainty (Fisher's exact test for rates, the "
         "spread across seeds for FT-Transformer scores), different or missing (in one run only), Holm's correction "
         "over all tests; a claim whose status changed is different. Exit status: 0 nothing different or missing, "
         "1 something is, 2 bad input (docs/outputs.md, Comparing two runs).",
     )
     p.add_argument("a", help="a tables folder, e.g. docs/offline (the kept run)")
-    p.add_argument("b", help="another, e.g. results/tables/offline (your run)")
+    p.add_argument("b", help=f"another, e.g. {SUITE_TABLES_DIR.format(suite='offline')} (your run)")
     p.add_argument(
         "--alpha", type=float, default=None, help="family-wise error rate of Holm's correction (default 0.05)"
     )

@@ -45,6 +45,7 @@ import pandas as pd
 from scipy import stats
 
 from rollout_equality.claims import COLUMNS as CLAIM_COLUMNS
+from rollout_equality.paths import SUITE_TABLES_DIR
 from rollout_equality.stats import SPECIAL_TOKEN_COLUMNS
 
 ALPHA = 0.05
@@ -229,17 +230,18 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
     return out
 
 
+WHAT = f"a run's {SUITE_TABLES_DIR.format(suite='<suite>')}/, or docs/offline"
+"""The folders ``compare`` reads, as its messages name them."""
+
+
 def read_tables(folder: str | Path) -> dict[str, pd.DataFrame]:
     """The tables of :data:`TABLES` that ``folder`` holds, as raw strings (a cell as the CSV writes it), checked:
     model_rates.csv present, each header the one this version writes, each key unique. Raises :class:`BadTables`."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise BadTables(f"{folder} is not a folder (give a run's results/tables/<suite>/, or docs/offline)")
+        raise BadTables(f"{folder} is not a folder (give {WHAT})")
     if not (folder / f"{REQUIRED}.csv").is_file():
-        raise BadTables(
-            f"{folder} is not a tables folder: it has no {REQUIRED}.csv (give a run's results/tables/<suite>/, "
-            "or docs/offline)"
-        )
+        raise BadTables(f"{folder} is not a tables folder: it has no {REQUIRED}.csv (give {WHAT})")
     tables = {}
     for name, spec in TABLES.items():
         path = folder / f"{name}.csv"

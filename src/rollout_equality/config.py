@@ -56,6 +56,7 @@ def check_references(config: dict[str, Any]) -> None:
                 "ftt:<table>) under claims:"
             )
     check_claims(config)
+    check_analysis(config)
     for name, entry in resolved_tables(config).items():
         if entry["split"]["test"] == "source" and "csv" not in entry["source"]:
             raise ValueError(
@@ -64,6 +65,78 @@ def check_references(config: dict[str, Any]) -> None:
             )
         if entry["split"]["test"] == "source" and not entry["source"]["csv"].get("test_path"):
             raise ValueError(f"tabular table {name!r}: split test: source needs `test_path` in its csv source")
+
+
+ANALYSIS_KEYS = ("per_head", "fusions")
+"""The settings of the per-head and fused analysis (config ``analysis``; :class:`rollout_equality.heads.HeadSettings`)."""
+
+
+def _analysis(config: dict[str, Any], suite: str, entry: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{per_head, fusions}`` of ``suite`` (and of its experiment ``entry``): the entry's keys over the suite's
+    (``analysis.suites``) over ``analysis``'s own, whose defaults the schema states."""
+    section = config.get("analysis", {})
+    resolved = {
+        key: section.get(key, node("properties", "analysis", "properties", key)["default"]) for key in ANALYSIS_KEYS
+    }
+    for layer in (section.get("suites", {}).get(suite, {}), entry or {}):
+        resolved.update({key: layer[key] for key in ANALYSIS_KEYS if key in layer})
+    return {"per_head": bool(resolved["per_head"]), "fusions": list(resolved["fusions"])}
+
+
+def _settings_by_run(config: dict[str, Any]) -> dict[tuple[str, ...], dict[tuple, list[str]]]:
+    """Every run the suites list (``("experiment", model, dataset)`` and ``("ftt", table)``) → its settings (as a
+    hashable key) → the suites that give it them."""
+    runs: dict[tuple[str, ...], dict[tuple, list[str]]] = {}
+
+    def add(run, suite, settings):
+        key = (settings["per_head"], tuple(settings["fusions"]))
+        runs.setdefault(run, {}).setdefault(key, []).append(suite)
+
+    for suite, experiments in config["suites"].items():
+        for exp in experiments:
+            add(("experiment", exp["model"], exp["dataset"]), suite, _analysis(config, suite, exp))
+    for suite, tables in config["tabular"]["suites"].items():
+        for table in tables:
+            add(("ftt", table), suite, _analysis(config, suite))
+    return runs
+
+
+def check_analysis(config: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming a run (experiment or FT-Transformer table) that two suites list with different
+    ``analysis`` settings (its records are written once), and a suite under ``analysis.suites`` that is none."""
+    for suite in config.get("analysis", {}).get("suites", {}):
+        if suite not in config["suites"]:
+            raise ValueError(f"analysis.suites: {suite!r} is not a suite (suites: in the config)")
+    for run, settings in _settings_by_run(config).items():
+        if len(settings) > 1:
+            what = f"experiment {run[1]} on {run[2]}" if run[0] == "experiment" else f"FT-Transformer table {run[1]}"
+            listed = "; ".join(
+                f"suites {', '.join(s)}: per_head {p}, fusions {list(f)}" for (p, f), s in settings.items()
+            )
+            raise ValueError(
+                f"{what} is measured once but its suites ask for different analysis settings ({listed}): give it one "
+                "setting (on the experiment, or under analysis.suites)"
+            )
+
+
+def run_analysis(config: dict[str, Any], model: str, dataset: str | None = None) -> dict[str, Any]:
+    """``{per_head, fusions}`` of an experiment (``model`` on ``dataset``) or, with ``dataset`` None, of the
+    FT-Transformer runs of table ``model``: as the suites that list it resolve them (:func:`check_analysis` keeps
+    them one), else ``analysis``'s own (a run no suite lists, e.g. the recipe ablation's)."""
+    run = ("ftt", model) if dataset is None else ("experiment", model, dataset)
+    settings = _settings_by_run(config).get(run)
+    if not settings:
+        return _analysis(config, suite="")
+    (per_head, fusions), *_ = settings
+    return {"per_head": per_head, "fusions": list(fusions)}
+
+
+def suite_analyses(config: dict[str, Any], suite: str) -> bool:
+    """Whether any run of ``suite`` measures beyond the head-averaged records (per head, or a fusion other than
+    mean): then the suite has head tables and a heads figure."""
+    runs = [_analysis(config, suite, exp) for exp in config["suites"].get(suite, [])]
+    runs += [_analysis(config, suite)] * len(config["tabular"]["suites"].get(suite, []))
+    return any(r["per_head"] or r["fusions"] != ["mean"] for r in runs)
 
 
 def dropped_by_overlay(shipped: dict[str, Any], config: dict[str, Any]) -> list[str]:

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from rollout_equality import hub
 from rollout_equality.compute import deterministic_cuda, provenance
+from rollout_equality.heads import OFF, HeadSettings
 from rollout_equality.io import atomic_path, progress, write_text
 from rollout_equality.schema import choices
 from rollout_equality.settings import Condition
@@ -207,8 +208,9 @@ def load_trained(data_path, manifest_path, model_path, metrics_path, device: str
 
 
 @torch.inference_mode()
-def block_attention(model, x_cont, x_cat, check_atol: float = 1e-5) -> torch.Tensor:
-    """Head-averaged attention of every block as (B, L, n, n), n = 1 + features ([CLS] first).
+def block_attention(model, x_cont, x_cat, check_atol: float = 1e-5, heads: bool = False):
+    """Head-averaged attention of every block as (B, L, n, n), n = 1 + features ([CLS] first); with ``heads``, the
+    pair (averaged, every head's (B, L, H, n, n)), the average the same bit for bit.
 
     See the module docstring for the last block. Raises RuntimeError if the
     recomputed probabilities differ from the model's own.
@@ -230,7 +232,7 @@ def block_attention(model, x_cont, x_cat, check_atol: float = 1e-5) -> torch.Ten
     finally:
         for h in handles:
             h.remove()
-    layers = []
+    layers, per_head = [], []
     for i, block in enumerate(blocks):
         attn = block["attention"]
         x = inputs[i]
@@ -243,8 +245,11 @@ def block_attention(model, x_cont, x_cat, check_atol: float = 1e-5) -> torch.Ten
             if err > check_atol:
                 raise RuntimeError(f"block {i}: recomputed attention differs from the model's by {err:.2e}")
         B = x.shape[0]
-        layers.append(probs.reshape(B, attn._n_heads, *probs.shape[1:]).float().mean(dim=1))
-    return torch.stack(layers, dim=1)
+        every = probs.reshape(B, attn._n_heads, *probs.shape[1:]).float()
+        layers.append(every.mean(dim=1))
+        per_head.append(every)
+    avg = torch.stack(layers, dim=1)
+    return (avg, torch.stack(per_head, dim=1)) if heads else avg
 
 
 MEASURE_ROWS = 256
@@ -263,11 +268,15 @@ def measure_ftt(
     device: str,
     threads: int,
     condition: Condition,
+    heads: HeadSettings = OFF,
+    heads_path=None,
+    heads_rollout_path=None,
 ) -> dict[str, float]:
     """Records of a trained FT-Transformer on the first ``n_inputs`` test rows (layer records to ``out_path``,
     rollout records to ``rollout_path``; :data:`MEASURE_ROWS` rows per forward pass on ``threads`` torch threads),
     with the training seed of ``metrics_path`` in their ``seed`` column and ``ftt_seed<seed>`` as their model name (a
-    label: readers take the seed from the column). Returns the rates."""
+    label: readers take the seed from the column); the per-head and fused records ``heads`` asks for to ``heads_path``
+    and ``heads_rollout_path`` (every block's heads recomputed as the averaged attention is). Returns the rates."""
     from rollout_equality.measure import measure_and_write
 
     manifest, arrays, model = load_trained(data_path, manifest_path, model_path, metrics_path, device)
@@ -278,9 +287,12 @@ def measure_ftt(
     special = np.zeros(n_tokens, dtype=bool)
     special[0] = True  # [CLS]; then continuous, then categorical feature tokens
 
-    def extractor(rows: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
-        att = block_attention(model, *_inputs(arrays, "test", np.asarray(rows), device)).cpu().numpy()
-        return [(layers, special) for layers in att]
+    def extractor(rows: list[int], heads: bool = False) -> list[tuple[np.ndarray, ...]]:
+        x = _inputs(arrays, "test", np.asarray(rows), device)
+        if not heads:
+            return [(layers, special) for layers in block_attention(model, *x).cpu().numpy()]
+        att, every = (t.cpu().numpy() for t in block_attention(model, *x, heads=True))
+        return [(layers, special, h) for layers, h in zip(att, every)]
 
     return measure_and_write(
         extractor,
@@ -306,4 +318,7 @@ def measure_ftt(
         seed=metrics["seed"],
         attention="every block recomputed from W_q, W_k (checked against the model's), head-averaged in float32, "
         "analysed in float64 on the CPU",
+        heads=heads,
+        heads_path=heads_path,
+        heads_rollout_path=heads_rollout_path,
     )

@@ -10,13 +10,14 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
 from rollout_equality.compute import provenance, resolve_device
 from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine
 from rollout_equality.extract import Extractor, load
+from rollout_equality.heads import OFF, HeadSettings, analyse_head_inputs, write_head_records
 from rollout_equality.io import atomic_path, progress
 from rollout_equality.paths import MODEL_INFO
 from rollout_equality.records import TOKEN_SETS, analyse_inputs, write_records
@@ -50,6 +51,18 @@ def batch_order(extractor: Extractor, inputs: list[Any]) -> list[int]:
     return sorted(range(len(inputs)), key=sizes.__getitem__)
 
 
+class Measured(NamedTuple):
+    """What :func:`measure_inputs` returns: the records' rows, in input order, and the dumped attention."""
+
+    layer_rows: list[dict]
+    rollout_rows: list[dict]
+    dump: dict[str, np.ndarray]
+    head_rows: list[dict]
+    """The heads file's rows (:data:`rollout_equality.records.HEAD_SCHEMA`); none with the heads analysis off."""
+    head_rollout_rows: list[dict]
+    """The fused rollouts' rows (:data:`rollout_equality.records.FUSION_ROLLOUT_SCHEMA`)."""
+
+
 def measure_inputs(
     extractor: Extractor,
     ids: list[str],
@@ -66,14 +79,17 @@ def measure_inputs(
     batch_by_length: bool = False,
     workers: int | None = None,
     engine: Engine = DEFAULT_ENGINE,
-) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
+    heads: HeadSettings = OFF,
+) -> Measured:
     """Run the extractor batch by batch and analyse each input alone, with the tolerances of ``condition``.
 
-    The options default to off (no dump, no overlap, batches in input order); the workflow's settings come
-    from config.yaml's ``extraction`` section through :func:`measure`.
+    The options default to off (no dump, no overlap, batches in input order, no per-head analysis); the workflow's
+    settings come from config.yaml's ``extraction`` and ``analysis`` sections through :func:`measure`.
 
-    Returns (layer rows, rollout rows, dumped attention of the first ``dump_inputs``
-    inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``).
+    Returns a :class:`Measured`: layer rows, rollout rows, dumped attention of the first ``dump_inputs``
+    inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``, and, where ``heads`` asks for them
+    (:class:`rollout_equality.heads.HeadSettings`), the per-head and fused rows (the extractor then keeps every
+    head's attention: memory grows by the heads' count; the head-averaged rows are the same bit for bit).
     Memory stays bounded by two batches of attention maps.
 
     Threads, and what they decide: the forward pass runs on ``threads`` torch threads (on a CPU a reduction split
@@ -108,12 +124,16 @@ def measure_inputs(
         raise ValueError(f"workers must be at least 1; got {workers}")
     order = batch_order(extractor, inputs) if batch_by_length else list(range(len(inputs)))
     analysed_by_input: list[tuple[list, list] | None] = [None] * len(inputs)
+    heads_by_input: list[tuple[list, list]] = [([], [])] * len(inputs)
     dumped: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def analyse_batch(picked: list[int], batch: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[list, list]]:
-        return analyse_inputs(
-            batch,
-            [ids[i] for i in picked],
+    def extract(picked: list[int]) -> list[tuple]:
+        if not heads.on:
+            return extractor([inputs[i] for i in picked])
+        return extractor([inputs[i] for i in picked], heads=True)
+
+    def analyse_batch(picked: list[int], batch: list[tuple]) -> list[tuple[tuple[list, list], tuple[list, list]]]:
+        kwargs = dict(
             model=model,
             dataset=dataset,
             seed=seed,
@@ -122,26 +142,32 @@ def measure_inputs(
             pool=pool,
             engine=engine,
         )
+        picked_ids = [ids[i] for i in picked]
+        averaged = analyse_inputs([(item[0], item[1]) for item in batch], picked_ids, **kwargs)
+        if not heads.on:
+            return [(rows, ([], [])) for rows in averaged]
+        per_head = analyse_head_inputs([(item[2], item[1]) for item in batch], picked_ids, settings=heads, **kwargs)
+        return list(zip(averaged, per_head))
 
     def collect(picked: list[int], batch, analysed) -> None:
-        for i, (layers, special), rows in zip(picked, batch, analysed):
-            analysed_by_input[i] = rows
+        for i, item, (rows, head_rows) in zip(picked, batch, analysed):
+            analysed_by_input[i], heads_by_input[i] = rows, head_rows
             if i < dump_inputs:
-                dumped[i] = (np.asarray(layers, dtype=np.float32), np.asarray(special, dtype=bool))
+                dumped[i] = (np.asarray(item[0], dtype=np.float32), np.asarray(item[1], dtype=bool))
 
     batches = [order[s : s + batch_size] for s in range(0, len(inputs), batch_size)]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="analyse") as pool:
         if not overlap:
             for picked in progress(batches, desc=f"{model} on {dataset}", unit="batch"):
                 with _torch_threads(threads):
-                    batch = extractor([inputs[i] for i in picked])
+                    batch = extract(picked)
                 with _torch_threads(1):
                     collect(picked, batch, analyse_batch(picked, batch))
         else:
             with _torch_threads(1), ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as coordinator:
                 pending = None
                 for picked in progress(batches, desc=f"{model} on {dataset}", unit="batch"):
-                    batch = extractor([inputs[i] for i in picked])
+                    batch = extract(picked)
                     if pending is not None:
                         collect(*pending[:2], pending[2].result())
                     pending = (picked, batch, coordinator.submit(analyse_batch, picked, batch))
@@ -152,7 +178,9 @@ def measure_inputs(
     dump: dict[str, np.ndarray] = {}
     for i in sorted(dumped):
         dump[f"{ids[i]}/attention"], dump[f"{ids[i]}/special"] = dumped[i]
-    return layer_rows, rollout_rows, dump
+    head_rows = [row for rows, _ in heads_by_input for row in rows]
+    head_rollout_rows = [row for _, ro in heads_by_input for row in ro]
+    return Measured(layer_rows, rollout_rows, dump, head_rows, head_rollout_rows)
 
 
 def job_threads() -> int:
@@ -188,6 +216,9 @@ def measure_and_write(
     dump: str | os.PathLike | None = None,
     dump_inputs: int = 0,
     attention: str = ATTENTION,
+    heads: HeadSettings = OFF,
+    heads_path: str | os.PathLike | None = None,
+    heads_rollout_path: str | os.PathLike | None = None,
 ) -> dict[str, float]:
     """Measure ``inputs`` (:func:`measure_inputs`) and write the layer records to ``records`` and the rollout records to
     ``rollout`` (each atomically), with one provenance for every records file of the project: the model and data set
@@ -195,8 +226,15 @@ def measure_and_write(
     the preprocessing the extractor reports, how attention was read), and what decides the bits
     (:func:`rollout_equality.compute.provenance`: device, torch's threads, CPU code path, library versions). The
     attention of the first ``dump_inputs`` inputs goes to ``dump`` (self-describing: the figures label the heatmap
-    from it). Returns the rates of the condition per token set and logs them."""
-    layer_rows, rollout_rows, dumped = measure_inputs(
+    from it). With ``heads_path`` (and ``heads_rollout_path``), the per-head and fused records that ``heads`` asks
+    for go there (:func:`rollout_equality.heads.write_head_records`; no rows where it asks for none), with the same
+    provenance and the settings under ``analysis``; the layer and rollout records are the same bytes either way.
+    Returns the rates of the condition per token set and logs them."""
+    if (heads_path is None) != (heads_rollout_path is None):
+        raise ValueError("give heads_path and heads_rollout_path together (the heads file and its rollout companion)")
+    if heads.on and heads_path is None:
+        raise ValueError(f"the heads analysis is on ({heads}) but no heads_path was given to write it to")
+    layer_rows, rollout_rows, dumped, head_rows, head_rollout_rows = measure_inputs(
         extractor,
         ids,
         inputs,
@@ -209,6 +247,7 @@ def measure_and_write(
         dump_inputs=dump_inputs if dump else 0,
         overlap=overlap,
         batch_by_length=batch_by_length,
+        heads=heads,
     )
     metadata = {
         "model": model_record,
@@ -228,6 +267,11 @@ def measure_and_write(
         with atomic_path(dump) as tmp:
             with open(tmp, "wb") as fh:
                 np.savez_compressed(fh, model=np.array(model), dataset=np.array(dataset), **dumped)
+    if heads_path is not None:
+        analysis = {"per_head": heads.per_head, "fusions": list(heads.fusions)}
+        write_head_records(
+            heads_path, heads_rollout_path, head_rows, head_rollout_rows, {**metadata, "analysis": analysis}
+        )
     write_records(records, rollout, layer_rows, rollout_rows, metadata)
     rates = {ts: float(np.mean([r["holds"] for r in layer_rows if r["token_set"] == ts])) for ts in TOKEN_SETS}
     log.info(
@@ -264,10 +308,14 @@ def measure(
     condition: Condition,
     dump_path: str | os.PathLike | None = None,
     model_rerun: str | None = None,
+    heads: HeadSettings = OFF,
+    heads_path: str | os.PathLike | None = None,
+    heads_rollout_path: str | os.PathLike | None = None,
 ) -> dict[str, float]:
     """Records of ``model`` on the prepared data set in ``data_dir``, read as ``extraction`` says and tested with
     the tolerances of ``condition``: layer records to ``out_path``, rollout records to ``rollout_path``, attention
-    of the first ``extraction.dump_inputs`` inputs to ``dump_path`` (none without it). Returns the rates.
+    of the first ``extraction.dump_inputs`` inputs to ``dump_path`` (none without it), the per-head and fused records
+    that ``heads`` asks for (config ``analysis``) to ``heads_path`` and ``heads_rollout_path``. Returns the rates.
 
     The model's files and every input are checked against what was recorded when they were prepared before the model
     runs (a mismatch raises naming the file and what to run again: ``model_rerun``, or by default rule
@@ -323,6 +371,9 @@ def measure(
             batch_by_length=extraction.batch_by_length,
             dump=dump_path,
             dump_inputs=extraction.dump_inputs,
+            heads=heads,
+            heads_path=heads_path,
+            heads_rollout_path=heads_rollout_path,
         )
     except torch.OutOfMemoryError as err:
         raise RuntimeError(

@@ -45,6 +45,8 @@ def benchmark_path(tail: str) -> str:
 # --- measurement ---------------------------------------------------------------------------------------
 RECORDS = f"{RESULTS}/records/{{model}}/{{dataset}}.parquet"
 ROLLOUT = f"{RESULTS}/records/{{model}}/{{dataset}}.rollout.parquet"
+HEADS = f"{RESULTS}/records/{{model}}/{{dataset}}.heads.parquet"  # per head and fused (config analysis)
+HEADS_ROLLOUT = f"{RESULTS}/records/{{model}}/{{dataset}}.heads.rollout.parquet"
 DUMP = f"{RESULTS}/attention/{{model}}/{{dataset}}.npz"
 SUMMARY = f"{RESULTS}/summaries/{{model}}/{{dataset}}.csv"
 
@@ -52,6 +54,8 @@ FTT_MODEL = f"{RESULTS}/ftt/{{tabular}}/seed{{seed}}/model.pt"
 FTT_METRICS = f"{RESULTS}/ftt/{{tabular}}/seed{{seed}}/metrics.json"
 FTT_RECORDS = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.parquet"
 FTT_ROLLOUT = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.rollout.parquet"
+FTT_HEADS = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.heads.parquet"
+FTT_HEADS_ROLLOUT = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.heads.rollout.parquet"
 FTT_SUMMARY = f"{RESULTS}/summaries/ftt/{{tabular}}/seed{{seed}}.csv"
 
 # --- tables and figures --------------------------------------------------------------------------------
@@ -81,6 +85,8 @@ TABLE_NAMES = {
 """The suite tables by key: CSV and HTML under results/tables/<suite>/, LaTeX under paper/tables/<suite>/."""
 LATEX_TABLES = ("claims", "rates", "depth", "rollout", "ftt")
 """The suite tables that the paper also shows, as LaTeX."""
+SUITE_TABLES_DIR = f"{RESULTS}/tables/{{suite}}"
+"""A suite's tables folder (what ``rollout-equality compare`` reads)."""
 SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
     **{key: f"{RESULTS}/tables/{{suite}}/{name}.csv" for key, name in TABLE_NAMES.items()},
     **{f"html_{key}": f"{RESULTS}/tables/{{suite}}/{name}.html" for key, name in TABLE_NAMES.items()},
@@ -90,6 +96,14 @@ SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
 FIGURE_NAMES = ("depth", "slack", "rollout", "heatmap")
 SUITE_FIGURES = {  # what write_suite_figures draws (rollout_equality.figures)
     f"{name}_{ext}": f"{PAPER}/figures/{{suite}}/{name}.{ext}" for name in FIGURE_NAMES for ext in ("pdf", "png")
+}
+HEAD_TABLE_NAMES = {"heads": "head_rates", "agreement": "head_agreement", "fusions": "fusion_rates"}
+"""The per-head and fusion tables by key (rollout_equality.heads_tables): CSV and HTML under results/tables/<suite>/,
+written for a suite whose config ``analysis`` measures beyond the head-averaged records."""
+HEAD_TABLES = {  # what write_head_tables writes
+    **{key: f"{RESULTS}/tables/{{suite}}/{name}.csv" for key, name in HEAD_TABLE_NAMES.items()},
+    **{f"html_{key}": f"{RESULTS}/tables/{{suite}}/{name}.html" for key, name in HEAD_TABLE_NAMES.items()},
+    **{f"heads_{ext}": f"{PAPER}/figures/{{suite}}/heads.{ext}" for ext in ("pdf", "png")},
 }
 PAPER_MAIN = f"{PAPER}/main.tex"
 PAPER_PDF = f"{PAPER}/suite-{{suite}}.pdf"  # built beside main.tex from a driver suite-<suite>.tex

@@ -2,7 +2,10 @@
 
 One Parquet file per (model, dataset) with one row per (input, layer, token set) (:data:`LAYER_SCHEMA`),
 and a companion rollout file (the workflow names it ``*.rollout.parquet``) with one row per
-(input, token set, depth) (:data:`ROLLOUT_SCHEMA`). Every column's meaning is in :data:`COLUMNS`
+(input, token set, depth) (:data:`ROLLOUT_SCHEMA`); beside them the heads file (``*.heads.parquet``,
+:data:`HEAD_SCHEMA`: per head and per fusion other than mean) and its rollout companion
+(``*.heads.rollout.parquet``, :data:`FUSION_ROLLOUT_SCHEMA`), written by :mod:`rollout_equality.heads` and without
+rows where the config's ``analysis`` asks for neither. Every column's meaning is in :data:`COLUMNS`
 (docs/outputs.md is generated from the schemas and it).
 Tables and figures read only these files.
 
@@ -79,6 +82,31 @@ ROLLOUT_SCHEMA = pa.schema(
 )
 
 
+HEAD_SCHEMA = pa.schema(
+    [
+        *[LAYER_SCHEMA.field(name) for name in ("model", "seed", "dataset", "input_id", "layer", "n_layers")],
+        ("n_heads", pa.int16()),
+        ("head", pa.int16()),
+        ("fusion", pa.string()),
+        *[f for f in LAYER_SCHEMA if f.name not in ("model", "seed", "dataset", "input_id", "layer", "n_layers")],
+    ]
+)
+"""The heads file (:mod:`rollout_equality.heads`): the layer records' columns for one head's or one fused matrix,
+one row per (input, layer, head, token set) with ``head`` set and ``fusion`` null, and one per (input, layer,
+fusion, token set) for each fusion other than mean with ``fusion`` set and ``head`` null."""
+
+FUSION_ROLLOUT_SCHEMA = pa.schema(
+    [
+        *[ROLLOUT_SCHEMA.field(name) for name in ("model", "seed", "dataset", "input_id")],
+        ("fusion", pa.string()),
+        ("n_heads", pa.int16()),
+        *[f for f in ROLLOUT_SCHEMA if f.name not in ("model", "seed", "dataset", "input_id")],
+    ]
+)
+"""The heads file's rollout companion: the rollout records of each fused matrix other than mean, one row per
+(input, fusion, token set, depth) (mean's are the rollout records)."""
+
+
 COLUMNS = {
     "model": "the model's name in the config (FT-Transformer: `ftt_seed<N>`)",
     "seed": "the FT-Transformer's training seed; null for every other model",
@@ -101,8 +129,22 @@ COLUMNS = {
     "kappa_rollout": "κ of the rollout Π ½(I + A_l)",
     "product_kappa_half": "the product Π κ(½(I + A_l)) of the layers' coefficients",
     "product_bound": "the product bound Π ½(1 + κ(A_l))",
+    "n_heads": "the model's attention heads per layer",
+    "head": "the head, from 0, whose own attention the row tests (null: a fused row)",
+    "fusion": "the head fusion the row tests: `max` or `min` over heads, each row renormalised to sum to 1 "
+    "(null: one head's row); `mean`, the paper's, is the layer and rollout records",
 }
-"""What each column of :data:`LAYER_SCHEMA` and :data:`ROLLOUT_SCHEMA` holds (each column once)."""
+"""What each column of :data:`LAYER_SCHEMA`, :data:`ROLLOUT_SCHEMA`, :data:`HEAD_SCHEMA` and
+:data:`FUSION_ROLLOUT_SCHEMA` holds (each column once; in the heads files a column means the same for the head's
+or the fused matrix)."""
+
+SCHEMAS = {
+    "layer": LAYER_SCHEMA,
+    "rollout": ROLLOUT_SCHEMA,
+    "heads": HEAD_SCHEMA,
+    "heads rollout": FUSION_ROLLOUT_SCHEMA,
+}
+"""Every records file's schema, by the name docs/outputs.md gives the file."""
 
 
 def _checked(layers: np.ndarray, special: np.ndarray, model: str, input_id: str) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,8 @@ from rollout_equality.config import (
     dropped_by_overlay,
     model_kinds,
     resolved_tables,
+    run_analysis,
+    suite_analyses,
 )
 from rollout_equality.sources import needs_network, suite_sources
 
@@ -61,8 +63,13 @@ from rollout_equality.paths import (
     DOWNLOAD_CACHE,
     DUMP,
     FIGURE_NAMES,
+    HEADS,
+    HEADS_ROLLOUT,
+    HEAD_TABLES,
     FTT_ABLATION,
     FTT_ABLATION_SECTION,
+    FTT_HEADS,
+    FTT_HEADS_ROLLOUT,
     FTT_METRICS,
     FTT_MODEL,
     FTT_RECORDS,
@@ -177,6 +184,14 @@ def suite_records(suite, rollout=False):
     return paths + [ftt_template.format(tabular=t, seed=s) for t, s in ftt_runs(suite)]
 
 
+def suite_heads(suite, rollout=False):
+    """Every heads file of ``suite`` (or with ``rollout`` their fused rollout companions), in the order of
+    :func:`suite_records`."""
+    exp_template, ftt_template = (HEADS_ROLLOUT, FTT_HEADS_ROLLOUT) if rollout else (HEADS, FTT_HEADS)
+    paths = [exp_template.format(**e) for e in config["suites"].get(suite, [])]
+    return paths + [ftt_template.format(tabular=t, seed=s) for t, s in ftt_runs(suite)]
+
+
 def suite_dumps(suite):
     """The attention dumps of ``suite``, those marked ``heatmap: true`` first (the heatmap figure shows those)."""
     experiments = sorted(config["suites"].get(suite, []), key=lambda e: not e["heatmap"])
@@ -199,6 +214,8 @@ def suite_targets(suite):
         targets.append(FTT_SCORES.format(suite=suite))
     if suite_records(suite):
         targets += [SUITE_TABLES["claims"].format(suite=suite), SUITE_FIGURES["depth_pdf"].format(suite=suite)]
+    if suite_analyses(config, suite):
+        targets.append(HEAD_TABLES["heads"].format(suite=suite))
     return targets
 
 

@@ -71,6 +71,8 @@ rule measure:
     output:
         records=RECORDS,
         rollout=ROLLOUT,
+        heads=HEADS,
+        heads_rollout=HEADS_ROLLOUT,
         dump=DUMP,
     log:
         log_path("measure/{model}/{dataset}.log"),
@@ -85,6 +87,7 @@ rule measure:
     params:
         extraction=config["extraction"],
         condition=config["condition"],
+        analysis=lambda w: run_analysis(config, w.model, w.dataset),
     script:
         "../scripts/measure.py"
 

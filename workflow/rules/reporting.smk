@@ -71,6 +71,26 @@ rule write_suite_figures:
         "../scripts/write_suite_figures.py"
 
 
+rule write_head_tables:
+    """Per-head rates, where the head average and its heads disagree, the rates under each fusion, and the heads x
+    layers figure of one suite (config analysis)."""
+    input:
+        records=lambda w: suite_records(w.suite),
+        rollout=lambda w: suite_records(w.suite, rollout=True),
+        heads=lambda w: suite_heads(w.suite),
+        heads_rollout=lambda w: suite_heads(w.suite, rollout=True),
+    output:
+        **HEAD_TABLES,
+    log:
+        log_path("write_head_tables/{suite}.log"),
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        kinds=model_kinds(MODELS),
+    script:
+        "../scripts/write_head_tables.py"
+
+
 rule build_paper:
     """paper/main.tex → paper/suite-<suite>.pdf with latexmk (says how to install TeX when it is missing)."""
     input:

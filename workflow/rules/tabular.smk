@@ -72,6 +72,8 @@ rule measure_ftt:
     output:
         records=FTT_RECORDS,
         rollout=FTT_ROLLOUT,
+        heads=FTT_HEADS,
+        heads_rollout=FTT_HEADS_ROLLOUT,
     log:
         log_path("measure_ftt/{tabular}/seed{seed}.log"),
     conda:
@@ -83,6 +85,7 @@ rule measure_ftt:
         n_inputs=config["tabular"]["n_inputs"],
         training=lambda w: TABLES[w.tabular]["training"],
         condition=config["condition"],
+        analysis=lambda w: run_analysis(config, w.tabular),  # an ablation table (<table>@<setting>): analysis's own
     script:
         "../scripts/measure_ftt.py"
 

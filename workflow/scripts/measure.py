@@ -8,6 +8,7 @@ from rollout_equality.job import prelude
 
 prelude(snakemake.threads, snakemake.params.extraction["code_path"])  # offline, threads, CPU code path: first
 
+from rollout_equality.heads import HeadSettings
 from rollout_equality.io import logging_to
 from rollout_equality.measure import measure, read_model_info
 from rollout_equality.settings import Condition, Extraction, from_section
@@ -23,4 +24,7 @@ with logging_to(snakemake.log[0]):
         extraction=from_section(Extraction, snakemake.params.extraction),
         condition=from_section(Condition, snakemake.params.condition),
         dump_path=snakemake.output.dump,
+        heads=HeadSettings.from_config(snakemake.params.analysis),
+        heads_path=snakemake.output.heads,
+        heads_rollout_path=snakemake.output.heads_rollout,
     )

@@ -8,6 +8,7 @@ prelude(snakemake.params.training["threads"], snakemake.params.training["code_pa
 
 from rollout_equality.compute import resolve_device
 from rollout_equality.ftt import measure_ftt
+from rollout_equality.heads import HeadSettings
 from rollout_equality.io import logging_to
 from rollout_equality.settings import Condition, from_section
 
@@ -24,4 +25,7 @@ with logging_to(snakemake.log[0]):
         device=resolve_device(snakemake.params.training["device"]),
         threads=snakemake.params.training["threads"],
         condition=from_section(Condition, snakemake.params.condition),
+        heads=HeadSettings.from_config(snakemake.params.analysis),
+        heads_path=out.heads,
+        heads_rollout_path=out.heads_rollout,
     )

@@ -37,6 +37,8 @@ COPIED = {  # target -> {path under docs/offline/: the file of a run of that tar
         "depth_rates.csv": paths.SUITE_TABLES["depth"],
         "ftt_scores.csv": paths.FTT_SCORES,
         "special_tokens.csv": paths.SUITE_TABLES["special"],
+        **{f"{name}.csv": paths.HEAD_TABLES[key] for key, name in paths.HEAD_TABLE_NAMES.items()},
+        "heads.png": paths.HEAD_TABLES["heads_png"],
     },
     "dynamics_offline": {
         "dynamics/simulations.csv": paths.SIMULATION_REPORT["summary"],

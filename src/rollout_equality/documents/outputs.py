@@ -1,5 +1,5 @@
 """docs/outputs.md: where every output lands, and the records' columns from their Arrow schemas
-(:data:`rollout_equality.records.LAYER_SCHEMA`, :data:`~rollout_equality.records.ROLLOUT_SCHEMA`) and their meanings
+(:data:`rollout_equality.records.SCHEMAS`) and their meanings
 (:data:`~rollout_equality.records.COLUMNS`)."""
 
 from __future__ import annotations
@@ -17,19 +17,17 @@ LIBRARIES = {"aten": "torch's kernels", "mkl": "MKL's branch", "onednn": "oneDNN
 
 def records_table() -> str:
     """One row per column of the records files: its name, Arrow type, which file holds it, what it means."""
-    from rollout_equality.records import COLUMNS, LAYER_SCHEMA, ROLLOUT_SCHEMA
+    from rollout_equality.records import COLUMNS, SCHEMAS
 
-    names = list(dict.fromkeys([*LAYER_SCHEMA.names, *ROLLOUT_SCHEMA.names]))
+    names = list(dict.fromkeys(name for schema in SCHEMAS.values() for name in schema.names))
     missing = [name for name in names if name not in COLUMNS]
     if missing:
         raise ValueError(f"rollout_equality.records.COLUMNS says nothing of the columns {', '.join(missing)}")
     rows = []
     for name in names:
-        schemas = [s for s in (LAYER_SCHEMA, ROLLOUT_SCHEMA) if name in s.names]
-        types = {str(s.field(name).type) for s in schemas}
-        where = " and ".join(
-            label for label, s in (("layer", LAYER_SCHEMA), ("rollout", ROLLOUT_SCHEMA)) if s in schemas
-        )
+        holding = {label: s for label, s in SCHEMAS.items() if name in s.names}
+        types = {str(s.field(name).type) for s in holding.values()}
+        where = ", ".join(holding)
         rows.append((f"`{name}`", " / ".join(sorted(types)), where, COLUMNS[name]))
     return "\n".join(markdown_table(("column", "type", "records", "what it holds"), rows))
 

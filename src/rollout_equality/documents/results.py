@@ -20,6 +20,8 @@ from rollout_equality.documents.wording import (
     span,
     split,
 )
+from rollout_equality.heads import FUSIONS
+from rollout_equality.paths import HEAD_TABLES
 
 
 def _claims_md(claims: pd.DataFrame) -> str:
@@ -49,7 +51,7 @@ def results_values() -> dict[str, str]:
     photo_r = {(m, t): x for (m, d, t), x in r.items() if d == photos}
     r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the image controls' photographs
     verdicts = offline_claims()
-    v: dict[str, str] = {}
+    v: dict[str, str] = {"heads_section": heads_section()}
     for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", photos)):
         v[key] = str(int(rates.loc[rates["dataset"] == dataset, "inputs"].max()))
 
@@ -140,6 +142,66 @@ def results_values() -> dict[str, str]:
     v.update(analysis_values())
     v["claims_table"] = _claims_md(verdicts)
     return v
+
+
+HEAD_FILES = ("head_rates.csv", "head_agreement.csv", "fusion_rates.csv", "heads.png")
+"""The per-head and fusion outputs of the offline suite kept in docs/offline/ (config ``analysis``)."""
+
+
+def heads_section() -> str:
+    """docs/results.md's paragraphs on the condition per head and under the head fusions, from the kept
+    :data:`HEAD_FILES`; while docs/offline/ holds a run that predates them, a sentence saying so."""
+    if not all((OFFLINE / name).exists() for name in HEAD_FILES):
+        return (
+            "The kept outputs in `docs/offline/` come from a run of the offline suite made before it measured heads "
+            "and fusions (config `analysis`); the next run of the offline suite, copied here, fills this section "
+            "from its `head_rates`, `head_agreement` and `fusion_rates` tables."
+        )
+    config = read_config()
+    kinds = model_kinds(config["models"])
+    heads = pd.read_csv(OFFLINE / "head_rates.csv")
+    agreement = pd.read_csv(OFFLINE / "head_agreement.csv")
+    fusions = pd.read_csv(OFFLINE / "fusion_rates.csv")
+    content = heads[heads["token_set"] == "content"]
+
+    def kind(model: str) -> str:
+        return "ftt" if model.startswith("ftt_seed") else kinds.get(model, "trained")
+
+    def rates(df: pd.DataFrame, which: str) -> str | None:
+        picked = df[[kind(m) == which for m in df["model"]]]
+        return f"{span(picked['rate'])}%" if len(picked) else None
+
+    agree = agreement[agreement["token_set"] == "content"]
+    rescued = agree["mean_holds_head_fails"].sum() / agree["pairs"].sum()
+    broken = agree["mean_fails_heads_hold"].sum() / agree["pairs"].sum()
+    fused = fusions[fusions["token_set"] == "content"]
+    by_fusion = {f: f"{span(g['rate'])}%" for f, g in fused.groupby("fusion")}
+    whose = {
+        "trained": "the trained models'",
+        "untrained control": "the untrained controls'",
+        "ftt": "FT-Transformer's",
+    }
+    per_kind = [f"{r} of {whose[k]}" for k in whose if (r := rates(content, k)) is not None]
+    mean = fused[fused["fusion"] == "mean"]
+    mean_kind = [f"{r} of {whose[k]}" for k in whose if (r := rates(mean, k)) is not None]
+    under = [f"{by_fusion[f]} under {f}" for f in FUSIONS if f in by_fusion]
+    lines = [
+        "**Per head and under head fusions.** The paper tests head-averaged attention (mean fusion). The offline "
+        "suite also tests every head's own attention and the entrywise max and min over heads, each row "
+        "renormalised to sum to 1 (config `analysis`; vit-explain's `head_fusion` forms the same matrices). On "
+        f"content tokens the condition holds for {and_(per_kind)} (input, layer, head) triples, against "
+        f"{and_(mean_kind)} head-averaged (input, layer) pairs.",
+        "",
+        f"Over every model, the head average holds while some head fails in {pct(rescued)}% of the (input, layer) "
+        f"pairs, and fails while every head holds in {pct(broken)}%: where the condition holds on the average, "
+        f"{'averaging the heads' if rescued > broken else 'the heads themselves'} makes the difference more often. "
+        f"Across the models the rate on content tokens is {and_(under)} "
+        f"(`{HEAD_TABLES['fusions'].format(suite='offline')}` also gives the rollout's κ and product bound under "
+        "each fusion).",
+        "",
+        "![Per-head rate by layer and head, trained models above their untrained controls](offline/heads.png)",
+    ]
+    return "\n".join(lines)
 
 
 def controls_dataset(config: dict) -> str:

@@ -8,6 +8,10 @@ special-token mask:
 
     [(layers: float32 array (L, n, n), special: bool array (n,)), ...]
 
+and, called with ``heads=True``, each head's attention as well (the average unchanged, bit for bit):
+
+    [(layers, special, heads: float32 array (L, H, n, n)), ...]
+
 Attention is read with eager attention only; a model that returns none raises.
 """
 
@@ -25,7 +29,7 @@ class Extractor(Protocol):
     n_layers: int
     preprocessing: dict  # what turned inputs into model inputs (class and settings), for provenance
 
-    def __call__(self, inputs: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]: ...
+    def __call__(self, inputs: list[Any], heads: bool = False) -> list[tuple[np.ndarray, ...]]: ...
 
     # Optional: ``input_sizes(inputs) -> list[int] | None``, the tokens each input will have (text),
     # so that batches can be formed of inputs of similar size (less padding); None when all are equal.

@@ -93,13 +93,18 @@ class TimmExtractor:
         }
 
     @torch.inference_mode()
-    def __call__(self, images: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def __call__(self, images: list[Any], heads: bool = False) -> list[tuple]:
+        """(layers, special) per image; with ``heads``, (layers, special, per-head attention (L, H, n, n))."""
         pixels = torch.stack([self.transform(im.convert("RGB")) for im in images]).to(self.device)
         layers: list[torch.Tensor] = []
+        per_head: list[torch.Tensor] = []
 
         def capture(module, args, output):
             probs = square_attention(output, len(images), self.path, f"{type(module).__name__} of an attention block")
-            layers.append(probs.float().mean(dim=1))
+            probs = probs.float()
+            layers.append(probs.mean(dim=1))
+            if heads:
+                per_head.append(probs)
 
         handles = [m.register_forward_hook(capture) for m in self.attention_modules]
         try:
@@ -114,4 +119,7 @@ class TimmExtractor:
             raise NoAttentionError(f"{self.path}: {avg.shape[-1]} tokens, {self.n_special} of them prefix tokens")
         special = np.zeros(avg.shape[-1], dtype=bool)
         special[: self.n_special] = True  # CLS (and distillation / register) tokens precede the patches
+        if heads:
+            every = torch.stack(per_head, dim=1).cpu().numpy()
+            return [(avg[b], special.copy(), every[b]) for b in range(len(images))]
         return [(avg[b], special.copy()) for b in range(len(images))]

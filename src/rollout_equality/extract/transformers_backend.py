@@ -141,20 +141,27 @@ class TransformersExtractor:
         :meth:`input_sizes` counts what :meth:`_text` runs."""
         return self.tokenizer(list(texts), truncation=True, max_length=self.max_length, **kwargs)
 
-    def _attention(self, model_inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Head-averaged attention of every layer, (B, L, N, N) float32 on the device. Each layer's (B, H, N, N)
-        probabilities are averaged as the layer produces them (hooks on the modules of :func:`attention_modules`),
-        so that one layer's full attention at a time is held, not every layer's; a model without such modules
-        returns all of them at the end (``output_attentions=True``)."""
+    def _attention(self, model_inputs: dict[str, torch.Tensor], heads: bool = False):
+        """Head-averaged attention of every layer, (B, L, N, N) float32 on the device; with ``heads``, also every
+        head's, (B, L, H, N, N) float32, as the pair (averaged, per head). Each layer's (B, H, N, N) probabilities
+        are averaged as the layer produces them (hooks on the modules of :func:`attention_modules`), so that one
+        layer's full attention at a time is held, not every layer's (unless ``heads`` keeps them); a model without
+        such modules returns all of them at the end (``output_attentions=True``). The average is the same with
+        and without ``heads``."""
         if self.attention_modules is None:
-            average = head_average(self.model(**model_inputs, output_attentions=True).attentions, self.path)
-            return self._counted(average.shape[1], "returned", average)
+            attentions = self.model(**model_inputs, output_attentions=True).attentions
+            avg = self._counted(len(attentions), "returned", head_average(attentions, self.path))
+            return (avg, torch.stack([a.float() for a in attentions], dim=1)) if heads else avg
         batch = next(iter(model_inputs.values())).shape[0]
         layers: list[torch.Tensor] = []
+        per_head: list[torch.Tensor] = []
 
         def capture(module, args, output, index):
             probs = output[index] if isinstance(output, (tuple, list)) else None
-            layers.append(square_attention(probs, batch, self.path, type(module).__name__).float().mean(dim=1))
+            probs = square_attention(probs, batch, self.path, type(module).__name__).float()
+            layers.append(probs.mean(dim=1))
+            if heads:
+                per_head.append(probs)
 
         handles = [m.register_forward_hook(partial(capture, index=i)) for m, i in self.attention_modules]
         try:
@@ -164,7 +171,8 @@ class TransformersExtractor:
                 handle.remove()
         if not layers:
             return head_average(layers, self.path)  # raises: no attention captured
-        return self._counted(len(layers), "captured by hooks", torch.stack(layers, dim=1))
+        avg = self._counted(len(layers), "captured by hooks", torch.stack(layers, dim=1))
+        return (avg, torch.stack(per_head, dim=1)) if heads else avg
 
     def _counted(self, n: int, how: str, average: torch.Tensor) -> torch.Tensor:
         """``average`` when ``n`` attention maps is the model's layer count (its config's), else raises naming both:
@@ -177,25 +185,33 @@ class TransformersExtractor:
         return average
 
     @torch.inference_mode()
-    def __call__(self, inputs: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
-        return self._text(inputs) if self.modality == "text" else self._images(inputs)
+    def __call__(self, inputs: list[Any], heads: bool = False) -> list[tuple]:
+        """(layers, special) per input; with ``heads``, (layers, special, per-head attention (L, H, n, n))."""
+        return self._text(inputs, heads) if self.modality == "text" else self._images(inputs, heads)
 
-    def _text(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _text(self, texts: list[str], heads: bool) -> list[tuple]:
         enc = self._tokenize(texts, padding=True, return_special_tokens_mask=True, return_tensors="pt")
         model_inputs = {k: v.to(self.device) for k, v in enc.items() if k in self.tokenizer.model_input_names}
-        avg = self._attention(model_inputs)
+        avg, per_head = self._attention(model_inputs, heads=True) if heads else (self._attention(model_inputs), None)
         results = []
         for b in range(len(texts)):
             keep = enc["attention_mask"][b].bool()
             idx = keep.nonzero().squeeze(1).to(self.device)
             layers = avg[b].index_select(1, idx).index_select(2, idx)
             special = enc["special_tokens_mask"][b][keep].bool()
-            results.append((layers.cpu().numpy(), special.numpy()))
+            result = (layers.cpu().numpy(), special.numpy())
+            if heads:
+                result += (per_head[b].index_select(2, idx).index_select(3, idx).cpu().numpy(),)
+            results.append(result)
         return results
 
-    def _images(self, images: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _images(self, images: list[Any], heads: bool) -> list[tuple]:
         pixels = self.processor(images=list(images), return_tensors="pt")["pixel_values"].to(self.device)
-        avg = self._attention({"pixel_values": pixels})
+        avg, per_head = (
+            self._attention({"pixel_values": pixels}, heads=True)
+            if heads
+            else (self._attention({"pixel_values": pixels}), None)
+        )
         n = avg.shape[-1]
         n_patches = (pixels.shape[-2] // self.patch_size) * (pixels.shape[-1] // self.patch_size)
         if n - n_patches != self.n_special:
@@ -206,4 +222,7 @@ class TransformersExtractor:
         special = np.zeros(n, dtype=bool)
         special[: self.n_special] = True  # CLS, then distillation or register tokens, then patches
         avg = avg.cpu().numpy()
+        if heads:
+            per_head = per_head.cpu().numpy()
+            return [(avg[b], special.copy(), per_head[b]) for b in range(len(images))]
         return [(avg[b], special.copy()) for b in range(len(images))]
