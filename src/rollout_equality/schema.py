@@ -1,25 +1,26 @@
-"""The schema of config.yaml (workflow/schemas/config.schema.yaml) as the library reads it: the enumerations.
+"""The schema of config.yaml (``config.schema.yaml``, package data of this library) as the library reads it: the
+enumerations.
 
-Kept apart from :mod:`rollout_equality.config` (which validates with jsonschema in the controlling process):
-compute jobs read the allowed values of their arguments from here, with PyYAML only.
+The schema travels with the library (``importlib.resources``), so an installed wheel has it; the workflow validates
+its config against the same file (workflow/rules/common.smk). Kept apart from :mod:`rollout_equality.config` (which
+validates with jsonschema in the controlling process): compute jobs read the allowed values of their arguments from
+here, with PyYAML only.
 """
 
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+from importlib import resources
 
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-"""The schema of config.yaml, in the checkout this library belongs to."""
-CONFIG = SCHEMA.parents[2] / "config.yaml"
-"""The checkout's config.yaml (the command line's settings when no ``--configfile`` is given)."""
+SCHEMA = resources.files("rollout_equality") / "config.schema.yaml"
+"""The schema of config.yaml, package data of this library (a file on disk for any ordinary install)."""
 
 
 @functools.cache
 def _schema() -> dict:
     import yaml
 
-    return yaml.safe_load(SCHEMA.read_text())
+    return yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
 
 
 def node(*keys: str):
