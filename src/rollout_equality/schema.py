@@ -36,3 +36,17 @@ def choices(*keys: str) -> tuple:
     """The values the schema allows at ``keys`` (a path into the schema, e.g. ``("$defs", "binary_head")``): its
     ``enum``. Enumerations are stated there only; the library's checks of its arguments read them from it."""
     return tuple(node(*keys)["enum"])
+
+
+def with_section_defaults(config: dict) -> dict:
+    """``config`` (a config file as written) with the sections whose every key has a default (those with a default
+    themselves: ``condition``, ``baseline``, ``extraction``) completed from the schema's defaults, a key the file
+    gives kept. PyYAML only: for scripts that run where neither jsonschema nor Snakemake is installed (a GPU
+    machine's own Python); a workflow run and the command line validate the whole config instead."""
+    out = dict(config)
+    for section, spec in node("properties").items():
+        if "default" in spec:
+            keys = spec["properties"]
+            given = out.get(section) or {}
+            out[section] = {**{k: v["default"] for k, v in keys.items() if "default" in v}, **given}
+    return out
