@@ -118,8 +118,7 @@ COMMANDS: dict[str, How] = {
     "python docs/max_tv_pairs.py --out docs/offline/max_tv_pairs.csv": How("dry", PREPARED),
     # README, Use the command line on your own model
     "pip install ./rollout-equality": How("dry", INSTALL, runs=("pip install .",)),  # the clone is the checkout
-    "rollout-equality measure --model facebook/dinov2-small --revision 150c8e7bb7cef2d30ec31b13a517af14840ee3f7 "
-    "--images a.jpg b.jpg --out r.parquet": How(
+    "rollout-equality measure --model my-org/my-vit --images a.jpg b.jpg --out r.parquet": How(
         "stops", "the hub is unreachable here", says="HF_HUB_OFFLINE=1 forbids downloading it"
     ),
     "rollout-equality measure --model my-model --texts lines.txt --out r.parquet": How("run"),
