@@ -343,7 +343,9 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
         assert table[0].startswith("n,") and [row.split(",")[0] for row in table[1:]] == ["4", "16"]
     if "pre-commit install" in command:
         assert (clone / ".git/hooks/pre-commit").exists()
-    if command.startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
+    if command.endswith("--help"):  # README: it says how to use the command line outside a checkout
+        assert "Outside a checkout" in res.stdout, res.stdout
+    elif command.startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
         assert "wrote r.parquet and r.rollout.parquet" in res.stdout + res.stderr
         assert (clone / "r.parquet").exists() and (clone / "r.rollout.parquet").exists()
     if command.startswith("rollout-equality condition"):

@@ -368,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Records of one model, measured as rule measure measures (the same entry point, settings and "
         "checks); writes --out and its .rollout.parquet companion, nothing else but a hub download or a model it "
         "prepares itself in its cache (ROLLOUT_EQUALITY_CACHE, else ~/.cache/rollout-equality).",
+        epilog=OUTSIDE,
     )
     p.add_argument(
         "--model",
