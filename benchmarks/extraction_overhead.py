@@ -32,6 +32,7 @@ from _timing import interleaved_medians, table_row
 
 from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine
 from rollout_equality.measure import measure_inputs
+from rollout_equality.schema import with_section_defaults
 from rollout_equality.settings import Condition, from_section
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,7 +106,7 @@ def extractor_of(with_attention, device, seen: dict):
 
 
 def main():
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))
     controls = {name: spec for name, spec in config["models"].items() if "random_init" in spec}
     names = ARGS.models or list(controls)
     device = torch.device(ARGS.device)

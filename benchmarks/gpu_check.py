@@ -53,15 +53,15 @@ def bundle(run: Path, out: Path, inputs: int) -> None:
     """Write the bundle ``run`` reads (see the module) from the prepared resources of the run in ``run``."""
     import yaml
 
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    from rollout_equality.schema import with_section_defaults
+
+    config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))
     if out.exists():
         shutil.rmtree(out)
     (out / "models").mkdir(parents=True)
     for control in sorted(set(paper_controls(config).values())):
-        info = json.loads((run / f"resources/models/{control}/model.json").read_text())
-        shutil.copytree(info["path"], out / "models" / control)
-        info["path"] = control  # relative to the bundle's models/
-        (out / "models" / control / "model.json").write_text(json.dumps(info, indent=1))
+        # the prepared folder as it is: its model.json records its files relative to itself
+        shutil.copytree(run / f"resources/models/{control}", out / "models" / control)
     for dataset in (IMAGE_DATA, TEXT_DATA):
         manifest = json.loads((run / f"resources/data/{dataset}/manifest.json").read_text())
         manifest["items"] = manifest["items"][:inputs]
@@ -146,7 +146,7 @@ def _timed(extractor, device: str):
 def check_architectures(bundle_dir: Path, device: str, config: dict, batch: int, models: list[str] | None) -> dict:
     from rollout_equality.data import load_inputs
     from rollout_equality.extract import load
-    from rollout_equality.measure import measure_inputs
+    from rollout_equality.measure import measure_inputs, read_model_info
     from rollout_equality.settings import Condition, from_section
 
     condition = from_section(Condition, config["condition"])
@@ -157,8 +157,7 @@ def check_architectures(bundle_dir: Path, device: str, config: dict, batch: int,
     for paper_model, control in paper_controls(config).items():
         if models and paper_model not in models:
             continue
-        info = json.loads((bundle_dir / "models" / control / "model.json").read_text())
-        info["path"] = str(bundle_dir / "models" / info["path"])
+        info = read_model_info(bundle_dir / "models" / control / "model.json")
         ids, inputs = data[info["modality"]]
         common = dict(model=control, dataset="bundle", condition=condition, batch_size=batch, threads=threads)
         runs, times = {}, {}
@@ -246,9 +245,10 @@ def run(
     import yaml
 
     from rollout_equality.compute import provenance, resolve_device
+    from rollout_equality.schema import with_section_defaults
 
     device = resolve_device(device)
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))
     facts = provenance(device, threads=config["extraction"].get("threads", 2))
     print(json.dumps(facts), flush=True)
     start = time.perf_counter()

@@ -23,6 +23,7 @@ import torch
 import yaml
 
 from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine, _analyse, restrict
+from rollout_equality.schema import with_section_defaults
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,7 +106,7 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=4)
     parser.add_argument("--ftt-epochs", type=int, default=10)
     args = parser.parse_args()
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))
     tmp = Path(tempfile.mkdtemp())
     sources = [
         (

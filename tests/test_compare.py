@@ -20,6 +20,7 @@ from rollout_equality.baseline import wilson_interval
 from rollout_equality.claims import claims
 from rollout_equality.compare import ROUNDING_ATOL, TABLES, BadTables, compare, holm
 from rollout_equality.formats import write_csv
+from rollout_equality.schema import SCHEMA
 from rollout_equality.stats import depth_rates, model_rates, rollout_summary, special_token_shares, with_seeds
 from rollout_equality.tables import ftt_scores
 
@@ -56,7 +57,7 @@ def kept_copy(folder: Path) -> Path:
         if (KEPT / f"{name}.csv").is_file():
             shutil.copyfile(KEPT / f"{name}.csv", folder / f"{name}.csv")
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
+    validate(config, str(SCHEMA))
     rates = pd.read_csv(KEPT / "model_rates.csv").astype({"seed": "Int64"})
     table = claims(
         config["claims"],

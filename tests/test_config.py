@@ -7,10 +7,11 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
+from rollout_equality import schema
 from rollout_equality.config import check_references
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
+SCHEMA = str(schema.SCHEMA)  # the library's package data, which the workflow validates against
 
 
 def _validated(path: Path) -> dict:

@@ -1,6 +1,7 @@
 """The condition per attention head and under head fusions (rollout_equality.heads)."""
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -167,9 +168,8 @@ def test_config_resolves_the_analysis_per_experiment_suite_and_default():
     import yaml
 
     from rollout_equality.config import check_analysis, run_analysis, suite_analyses
-    from rollout_equality.schema import CONFIG
 
-    config = yaml.safe_load(CONFIG.read_text())
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
     check_analysis(config)
     on = {"per_head": True, "fusions": ["mean", "max", "min"]}
     assert run_analysis(config, "minilm", "pydoc_topics") == on  # the offline suite's

@@ -15,6 +15,7 @@ from rollout_equality import ablation, paper
 from rollout_equality.claims import claims, macros
 from rollout_equality.config import claim_reasons
 from rollout_equality.figures import plt, save
+from rollout_equality.schema import SCHEMA
 from rollout_equality.stats import special_token_shares  # noqa: F401  (the claims table's special-tokens rows)
 from rollout_equality.tables import baseline_latex, ftt_table, suite_latex
 
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("latexmk") is None, reason="TeX is 
 
 def shipped_config() -> dict:
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    validate(config, str(SCHEMA))
     return config
 
 

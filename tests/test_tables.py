@@ -13,6 +13,7 @@ from snakemake.utils import validate
 from rollout_equality.baseline import wilson_interval
 from rollout_equality.claims import claims
 from rollout_equality.formats import latex_tabular, write_latex
+from rollout_equality.schema import SCHEMA
 from rollout_equality.stats import depth_rates, model_rates, rollout_summary, special_token_shares, with_seeds
 
 
@@ -20,7 +21,7 @@ def validated_claims() -> dict:
     """The shipped config's claims as a run sees them (validated, defaults filled in)."""
     repo = Path(__file__).resolve().parents[1]
     config = yaml.safe_load((repo / "config.yaml").read_text())
-    validate(config, str(repo / "workflow" / "schemas" / "config.schema.yaml"))
+    validate(config, str(SCHEMA))
     return config["claims"]
 
 
@@ -382,7 +383,7 @@ def test_not_run_says_why_and_a_renamed_subject_fails_naming_the_claim():
 
     repo = Path(__file__).resolve().parents[1]
     config = yaml.safe_load((repo / "config.yaml").read_text())
-    validate(config, str(repo / "workflow" / "schemas" / "config.schema.yaml"))
+    validate(config, str(SCHEMA))
     reasons = claim_reasons(config, "offline")
     assert reasons["dinov2_small"] == "not in suite 'offline': measured by suite 'paper'"
     assert reasons["ftt:adult"] == "not in suite 'offline': measured by suite 'paper'"

@@ -733,6 +733,41 @@ def test_the_command_line_measures_what_rule_measure_measured_and_writes_nothing
 
 
 @pytest.mark.slow
+def test_a_moved_run_has_nothing_to_do_names_no_old_path_and_reads_its_own_files(run_a, tmp_path):
+    """A finished run copied (times kept) and moved with `mv`: Snakemake has nothing to do in the new place, no file
+    under resources/ names where the run was made, and the command line on a moved prepared model reads the moved
+    files, with the original renamed away so that a read of it would fail."""
+    plan = snakemake(run_a, "-n", "offline", config=TINY)
+    assert "Nothing to be done" in plan.stdout, plan.stdout[-2000:]
+    copied, moved = tmp_path / "copied", tmp_path / "elsewhere" / "moved"
+    shutil.copytree(run_a, copied, symlinks=True)  # copy2: modification times kept, as mv keeps them
+    moved.parent.mkdir()
+    subprocess.run(["mv", str(copied), str(moved)], check=True)
+    named = [
+        str(p.relative_to(moved))
+        for p in (moved / "resources").rglob("*")
+        if p.is_file() and any(str(old).encode() in p.read_bytes() for old in (run_a, copied))
+    ]
+    assert named == []
+    away = run_a.with_name(run_a.name + "-away")
+    run_a.rename(away)
+    try:
+        again = snakemake(moved, "-n", "offline", config=TINY)
+        assert again.returncode == 0 and "Nothing to be done" in again.stdout, again.stdout[-2000:]
+        for k, e in enumerate(TINY["suites"]["offline"]):
+            out = tmp_path / f"{k}.parquet"
+            res = rollout_equality(
+                moved, "measure", "--model", f"resources/models/{e['model']}", "--data",
+                f"resources/data/{e['dataset']}", "--out", str(out), cache=tmp_path / "cache",
+            )  # fmt: skip
+            assert res.returncode == 0, res.stderr[-3000:]
+            assert out.read_bytes() == (moved / f"results/records/{e['model']}/{e['dataset']}.parquet").read_bytes()
+        assert not (tmp_path / "cache").exists()  # read where they are, none prepared again
+    finally:
+        away.rename(run_a)
+
+
+@pytest.mark.slow
 def test_an_edited_input_stops_measure_naming_it_and_no_records_are_written(run_a, tmp_path):
     """One word of a prepared text segment edited by hand: rule measure stops before the model runs, naming the file
     and the rule to rerun, and writes no records (they would claim the manifest of the original text)."""

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 
 from rollout_equality.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR
-from rollout_equality.schema import CONFIG
 
 
 def _cmd_condition(args: argparse.Namespace) -> int:
@@ -288,17 +287,24 @@ def _sections(args: argparse.Namespace, *names: str, config: dict | None = None)
 
 def load_config(paths: list[str]) -> dict:
     """config.yaml files merged in order (as Snakemake's ``--configfile`` merges them), checked against the
-    schema with its defaults filled in, and its references checked."""
+    schema with its defaults filled in. A whole config (every section a workflow run requires: a project's
+    config.yaml) is checked as a run checks it, its references too; anything less (an overlay alone, or no file at
+    all) is completed from the schema's defaults (:func:`rollout_equality.config.partial_config`)."""
+    from importlib import resources
+
     import yaml
     from snakemake.utils import update_config, validate
 
-    from rollout_equality.config import check_references
-    from rollout_equality.schema import SCHEMA
+    from rollout_equality.config import check_references, partial_config
+    from rollout_equality.schema import SCHEMA, node
 
     config: dict = {}
     for path in paths:
         update_config(config, yaml.safe_load(Path(path).read_text()) or {})
-    validate(config, str(SCHEMA))
+    if not all(section in config for section in node("required")):
+        return partial_config(config)
+    with resources.as_file(SCHEMA) as schema:
+        validate(config, str(schema))
     check_references(config)
     return config
 
@@ -330,8 +336,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return result.status
 
 
+OUTSIDE = (
+    "Outside a checkout of the project: install it (pip install rollout-equality-*.whl, or pip install "
+    "git+URL of the repository), then e.g. `rollout-equality measure --model org/name --revision COMMIT --texts "
+    "lines.txt --out r.parquet` (a hub id; a folder of model files, a folder the workflow prepared, or "
+    "package:MODULE work the same). Each command reads the working directory's config.yaml when there is one, else "
+    "the schema's defaults (stderr says which); --configfile my.yaml changes some settings."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rollout-equality", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="rollout-equality", description=__doc__.splitlines()[0], epilog=OUTSIDE)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("condition", help="test the equality condition on one matrix (or a stack) and print JSON")
@@ -364,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Records of one model, measured as rule measure measures (the same entry point, settings and "
         "checks); writes --out and its .rollout.parquet companion, nothing else but a hub download or a model it "
         "prepares itself in its cache (ROLLOUT_EQUALITY_CACHE, else ~/.cache/rollout-equality).",
+        epilog=OUTSIDE,
     )
     p.add_argument(
         "--model",
@@ -429,15 +445,15 @@ def _configfile_flag(p: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         help="config file(s) merged in order into the config.yaml of the working directory (as snakemake "
-        "--configfile; without one there, the project's own), for settings not given as flags",
+        "--configfile; without one there, into the schema's defaults), for settings not given as flags",
     )
 
 
-def base_config() -> Path:
-    """The config.yaml the command line starts from: the working directory's, as Snakemake reads it, else the one of
-    the project the library belongs to (:data:`rollout_equality.schema.CONFIG`)."""
+def base_config() -> list[str]:
+    """The config file the command line starts from: the working directory's config.yaml, as Snakemake reads it,
+    else none (the schema's defaults: the command line needs no checkout)."""
     here = Path("config.yaml")
-    return here if here.is_file() else CONFIG
+    return [str(here)] if here.is_file() else []
 
 
 def _condition_flags(p: argparse.ArgumentParser) -> None:
@@ -447,9 +463,12 @@ def _condition_flags(p: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    args.configfile = [str(base_config()), *(getattr(args, "configfile", None) or [])]  # as Snakemake merges them
+    base = base_config()
+    args.configfile = [*base, *(getattr(args, "configfile", None) or [])]  # as Snakemake merges them
     if args.command not in ("prepare", "compare"):  # they read no config
-        print(f"config: {' + '.join(args.configfile)}", file=sys.stderr)
+        print(
+            f"config: {' + '.join(args.configfile if base else ['schema defaults', *args.configfile])}", file=sys.stderr
+        )
     if args.command == "check-sources":
         args.suite = args.suite or ["paper"]
     try:

@@ -1,6 +1,6 @@
 """Checks of config.yaml that its JSON schema cannot express: names that refer to other entries.
 
-The schema (``workflow/schemas/config.schema.yaml``) checks every key, type and range and fills in
+The schema (``src/rollout_equality/config.schema.yaml``) checks every key, type and range and fills in
 defaults; :func:`check_references` then checks that every experiment names a model and a data set
 defined in the config, of the same modality, that every tabular suite names defined tables, that
 the dynamics study's ALBERT runs read text, and that every claim's subject is a defined model or
@@ -288,15 +288,29 @@ def with_defaults(section: str, name: str, entry: dict[str, Any]) -> dict[str, A
     return checked(("properties", section, "additionalProperties"), f"{section} entry {name!r}", entry)
 
 
-def checked(keys: tuple[str, ...], what: str, value: Any) -> Any:
+def partial_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A config that is not a project's whole config.yaml (an overlay alone, or ``{}``: no config file at all) as the
+    command line reads it: each section it gives checked against the schema, the sections with a default for every
+    key (``condition``, ``baseline``, ``extraction``) filled in from the schema, and ``models``, ``datasets`` and
+    ``suites`` empty where it gives none. Raises ``ValueError`` naming what the schema rejects."""
+    out = checked((), "config", config, required=False)
+    for section in ("models", "datasets", "suites"):
+        out.setdefault(section, {})
+    return out
+
+
+def checked(keys: tuple[str, ...], what: str, value: Any, required: bool = True) -> Any:
     """``value`` checked against the schema's node at ``keys`` (a path into config.schema.yaml) and completed with
     its defaults: the library's entry points check their arguments with the schema, which states every
-    enumeration and every "exactly one source" rule once. Raises ``ValueError`` starting with ``what``."""
+    enumeration and every "exactly one source" rule once. ``required=False``: the node's own required keys may be
+    missing (its subsections' still may not). Raises ``ValueError`` starting with ``what``."""
     import copy
 
     import jsonschema
 
     sub = {**node(*keys), "$defs": node("$defs")}
+    if not required:
+        sub.pop("required", None)
     validator_class = jsonschema.validators.validator_for(sub)
 
     def set_defaults(validator, properties, instance, subschema):

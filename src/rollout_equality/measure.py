@@ -414,8 +414,13 @@ def model_record(model_info: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_model_info(path: str | os.PathLike) -> dict[str, Any]:
-    """The ``model.json`` written by :func:`rollout_equality.models.prepare_model`."""
+    """The ``model.json`` written by :func:`rollout_equality.models.prepare_model`, its ``path`` located
+    (:func:`rollout_equality.models.located_path`: the recorded path is relative to the model.json's folder or to
+    an installed distribution)."""
+    from rollout_equality.models import located_path
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: prepare the model first (rule prepare_model)")
-    return json.loads(path.read_text())
+    info = json.loads(path.read_text())
+    return {**info, "path": str(located_path(info, path))}  # the files, wherever this run now is

@@ -364,8 +364,53 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
     else:
         path = build_random(name, spec["random_init"], backend, modality, target / "random_init")
         info.update(random_init=spec["random_init"], weights="drawn at load from random_init.seed")
-    info["path"] = str(Path(path).resolve())
+    info["path"] = recorded_path(Path(path), Path(manifest).parent, spec.get("local"))
     info["files"], info["stamps"] = file_records(Path(path))
     write_json(manifest, info)
-    log.info("model %s ready at %s", name, info["path"])
-    return info
+    log.info("model %s ready at %s (model.json: %s)", name, path, info["path"])
+    return {**info, "path": str(located_path(info, manifest))}
+
+
+def recorded_path(path: Path, folder: Path, local: str | None) -> str:
+    """Where a model's files are, as its ``model.json`` in ``folder`` records them, so that a run directory can be
+    moved or copied: a ``package:MODULE`` source relative to its installed distribution (``dist:DISTRIBUTION:PATH``,
+    read by :func:`rollout_equality.io.resolve_path`); every other folder relative to ``folder`` (the files prepared
+    beside model.json, a ``local:`` folder the config names relative to the run); a ``local:`` folder the config
+    names by an absolute path as it names it."""
+    if local and local.startswith("package:"):
+        from importlib import metadata
+
+        found = package_distribution(local.removeprefix("package:"))
+        if found:
+            root = Path(metadata.distribution(found["name"]).locate_file("")).resolve()
+            if path.resolve().is_relative_to(root):
+                return f"dist:{found['name']}:{path.resolve().relative_to(root).as_posix()}"
+        return str(path.resolve())  # a module outside any distribution: where it is on this machine
+    if local and Path(local).expanduser().is_absolute():
+        return str(Path(local).expanduser())
+    return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(folder))).as_posix()
+
+
+def located_path(info: dict[str, Any], manifest: str | os.PathLike) -> Path:
+    """The folder of a model's files, from what its ``model.json`` (at ``manifest``) records
+    (:func:`recorded_path`): ``dist:`` paths in the installed distribution, relative paths against the folder of
+    ``manifest`` wherever the run now is. A ``model.json`` of an older version (an absolute path for files prepared
+    beside it) is read while it names its own folder and refused, naming the rule to run again, once the run has
+    moved: its files would be another run's."""
+    from rollout_equality.io import resolve_path
+
+    recorded, folder = info["path"], Path(manifest).parent
+    local = info.get("local") or ""
+    if recorded.startswith("dist:"):
+        return resolve_path(recorded)
+    if not Path(recorded).is_absolute():
+        return folder / recorded
+    if local.startswith("package:"):  # written by an older version: the package says where it is now
+        return resolve_local(local)
+    if info.get("source") != "local" and not Path(recorded).resolve().is_relative_to(folder.resolve()):
+        raise ValueError(
+            f"{manifest} was written by an older version: it records the files of model {info.get('name')!r} at "
+            f"{recorded}, outside its own folder (the run was moved or copied); prepare it again "
+            f"(snakemake --forcerun prepare_model {manifest})"
+        )
+    return Path(recorded)

@@ -63,7 +63,7 @@ def from_section(cls: type[S], values: Mapping[str, Any]) -> S:
     if missing or unknown:
         raise ValueError(
             f"config section {section!r}: missing {missing}, unknown {unknown}; validate the config against "
-            "workflow/schemas/config.schema.yaml first (a workflow run and rollout_equality.cli.load_config do)"
+            "src/rollout_equality/config.schema.yaml first (a workflow run and rollout_equality.cli.load_config do)"
         )
     kwargs = {k: values[k] for k in names}
     if cls is Baseline:

@@ -64,8 +64,8 @@ def rehearsal_config(shipped: dict, commits: dict[str, str], *, add_giant: bool 
         if hf:
             hf["revision"] = commits[f"datasets/{hf['path']}"]
             spec["n"] = 12
-    cfg["baseline"]["trials"] = 200
-    cfg["extraction"]["batch_size"] = 4
+    cfg.setdefault("baseline", {})["trials"] = 200  # the shipped file may leave a section to the schema's defaults
+    cfg.setdefault("extraction", {})["batch_size"] = 4
     tab = cfg["tabular"]
     tab.update(seeds=[0], n_inputs=20)
     tab["training"].update(max_epochs=1, patience=1)

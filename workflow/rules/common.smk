@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this ch
 from rollout_equality import paper
 from rollout_equality.claims import baseline_claim
 from rollout_equality.compute import gpu_claim
+from rollout_equality.schema import SCHEMA
 from rollout_equality.config import (
     check_references,
     claim_reasons,
@@ -25,7 +26,7 @@ from rollout_equality.sources import needs_network, suite_sources
 min_version("9.0")
 
 
-validate(config, "../schemas/config.schema.yaml")
+validate(config, str(SCHEMA))  # the library's package data: one schema for both
 
 
 MODELS = config["models"]

@@ -7,7 +7,7 @@ typed by hand.
                                                     # first copy the kept outputs of a run of each TARGET (all of
                                                     # kept.COPIED: the offline suite, the offline dynamics study)
 
-* ``docs/configuration.md``: every key of ``workflow/schemas/config.schema.yaml`` (:mod:`.configuration`).
+* ``docs/configuration.md``: every key of ``src/rollout_equality/config.schema.yaml`` (:mod:`.configuration`).
 * ``docs/results.md``, ``docs/dynamics.md``, ``README.md``, ``docs/reproducing-the-paper.md`` and
   ``docs/outputs.md``: the templates ``docs/results.in.md``, ``docs/dynamics.in.md``, ``README.in.md``,
   ``docs/reproducing-the-paper.in.md`` and ``docs/outputs.in.md`` with every ``{name}`` filled in (:mod:`.fill`)

@@ -14,10 +14,12 @@ import pandas as pd
 import yaml
 
 from rollout_equality import paths
-from rollout_equality.schema import CONFIG
 
-REPO = CONFIG.parent
-"""The checkout whose documents these are."""
+REPO = Path(__file__).resolve().parents[3]
+"""The checkout whose documents these are (this module generates a checkout's documents: it is no part of what the
+library needs when installed)."""
+CONFIG = REPO / "config.yaml"
+"""The checkout's config.yaml."""
 DOCS = REPO / "docs"
 OFFLINE = DOCS / "offline"
 DYNAMICS = OFFLINE / "dynamics"
