@@ -39,12 +39,11 @@ from rollout_equality.dobrushin import (
     DEFAULT_ENGINE,
     DEFAULT_ROW_SUM_ATOL,
     Engine,
-    _rollout_kappa,
     check_stochastic,
     equality_condition,
     restrict,
 )
-from rollout_equality.records import FUSION_ROLLOUT_SCHEMA, HEAD_SCHEMA, TOKEN_SETS
+from rollout_equality.records import FUSION_ROLLOUT_SCHEMA, HEAD_SCHEMA, TOKEN_SETS, _token_set
 
 FUSIONS = ("mean", "max", "min")
 """The head fusions, in table order; ``mean`` is the paper's (the head-averaged records)."""
@@ -145,11 +144,9 @@ def _per_head(heads, special, token_set, atol, row_sum_atol, engine):
 
 
 def _fused(heads, special, token_set, fusion, atol, row_sum_atol, engine):
-    """(condition fields by layer, κ of the rollout by depth, n) of one fusion of one input on one token set."""
-    F = fuse(heads, fusion, row_sum_atol)
-    A = restrict(F, ~special, row_sum_atol, engine) if token_set == "content" else F
-    res = equality_condition(A, atol=atol, row_sum_atol=row_sum_atol, engine=engine).as_dict()
-    return res, _rollout_kappa(A, row_sum_atol, engine), A.shape[-1]
+    """(condition fields by layer, κ of the rollout by depth, n) of one fusion of one input on one token set: the
+    head-averaged analysis (:func:`rollout_equality.records._token_set`) of the fused layers."""
+    return _token_set(fuse(heads, fusion, row_sum_atol), special, token_set, atol, row_sum_atol, engine)
 
 
 def analyse_head_inputs(
