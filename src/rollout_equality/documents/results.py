@@ -186,7 +186,7 @@ def heads_section() -> str:
     mean_kind = [f"{r} of {whose[k]}" for k in whose if (r := rates(mean, k)) is not None]
     under = [f"{by_fusion[f]} under {f}" for f in FUSIONS if f in by_fusion]
     lines = [
-        "**Per head and under head fusions.** The paper tests head-averaged attention (mean fusion). The offline "
+        "The paper tests head-averaged attention (mean fusion). The offline "
         "suite also tests every head's own attention and the entrywise max and min over heads, each row "
         "renormalised to sum to 1 (config `analysis`; vit-explain's `head_fusion` forms the same matrices). On "
         f"content tokens the condition holds for {and_(per_kind)} (input, layer, head) triples, against "
