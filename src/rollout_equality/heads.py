@@ -43,7 +43,7 @@ from rollout_equality.dobrushin import (
     equality_condition,
     restrict,
 )
-from rollout_equality.records import FUSION_ROLLOUT_SCHEMA, HEAD_SCHEMA, TOKEN_SETS, _token_set
+from rollout_equality.records import FUSION_ROLLOUT_SCHEMA, HEAD_SCHEMA, TOKEN_SETS, _token_set, depth_rows
 
 FUSIONS = ("mean", "max", "min")
 """The head fusions, in table order; ``mean`` is the paper's (the head-averaged records)."""
@@ -230,22 +230,8 @@ def analyse_head_inputs(
                     }
                     row.update({key: v[layer].item() for key, v in res.items() if key != "n"})
                     head_rows.append(row)
-                product_kappa_half, product_bound = np.cumprod(res["kappa_half"]), np.cumprod(res["bound"])
-                for depth in range(n_layers):
-                    rollout_rows.append(
-                        {
-                            **base,
-                            "fusion": part,
-                            "n_heads": n_heads,
-                            "token_set": token_set,
-                            "n_tokens": n,
-                            "depth": depth,
-                            "n_layers": n_layers,
-                            "kappa_rollout": float(kappa_rollout[depth]),
-                            "product_kappa_half": float(product_kappa_half[depth]),
-                            "product_bound": float(product_bound[depth]),
-                        }
-                    )
+                fields = {**base, "fusion": part, "n_heads": n_heads, "token_set": token_set, "n_tokens": n}
+                rollout_rows += depth_rows(fields, res, kappa_rollout)
         out.append((head_rows, rollout_rows))
     return out
 

@@ -226,26 +226,29 @@ def analyse_inputs(
                 }
                 row.update({key: v[layer].item() for key, v in res.items() if key != "n"})
                 layer_rows.append(row)
-            product_kappa_half = np.cumprod(res["kappa_half"])
-            product_bound = np.cumprod(res["bound"])
-            for depth in range(n_layers):
-                rollout_rows.append(
-                    {
-                        "model": model,
-                        "seed": seed,
-                        "dataset": dataset,
-                        "input_id": input_id,
-                        "token_set": token_set,
-                        "n_tokens": n,
-                        "depth": depth,
-                        "n_layers": n_layers,
-                        "kappa_rollout": float(kappa_rollout[depth]),
-                        "product_kappa_half": float(product_kappa_half[depth]),
-                        "product_bound": float(product_bound[depth]),
-                    }
-                )
+            identity = {"model": model, "seed": seed, "dataset": dataset, "input_id": input_id}
+            rollout_rows += depth_rows({**identity, "token_set": token_set, "n_tokens": n}, res, kappa_rollout)
         out.append((layer_rows, rollout_rows))
     return out
+
+
+def depth_rows(fields: dict[str, Any], res: dict[str, np.ndarray], kappa_rollout: np.ndarray) -> list[dict[str, Any]]:
+    """One rollout row per depth of one input and token set: ``fields`` (who and what was analysed) with the depth,
+    the number of layers, κ of the rollout (``kappa_rollout``, by depth) and the products of κ(½(I + A)) and of the
+    bound over the layers up to that depth (``res``: the condition's fields by layer)."""
+    product_kappa_half, product_bound = np.cumprod(res["kappa_half"]), np.cumprod(res["bound"])
+    n_layers = len(product_bound)
+    return [
+        {
+            **fields,
+            "depth": depth,
+            "n_layers": n_layers,
+            "kappa_rollout": float(kappa_rollout[depth]),
+            "product_kappa_half": float(product_kappa_half[depth]),
+            "product_bound": float(product_bound[depth]),
+        }
+        for depth in range(n_layers)
+    ]
 
 
 def analyse_input(
