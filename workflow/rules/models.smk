@@ -1,10 +1,13 @@
 # Downloads and data preparation need the network (hub sources) but little compute:
-# they run on the submitting host, never on cluster compute nodes.
+# they run on the submitting host, never on cluster compute nodes; so do the per-layer
+# summaries of the records (seconds of work, read by the tables).
 localrules:
     check_network_sources,
     report_sources,
     prepare_model,
     prepare_data,
+    summarise_records,
+    summarise_ftt_records,
 
 
 rule check_network_sources:

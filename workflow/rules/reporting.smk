@@ -1,3 +1,14 @@
+# Tables, figures and the paper read small summaries: local rules, on the submitting host of a cluster run
+# (a compute job's start-up and queueing cost more than their work).
+localrules:
+    write_baseline_latex,
+    write_baseline_figure,
+    write_suite_tables,
+    write_suite_figures,
+    write_head_tables,
+    build_paper,
+
+
 rule write_baseline_latex:
     """Table 1 of the paper: the random-matrix baseline (booktabs LaTeX)."""
     input:

@@ -1,5 +1,11 @@
+# Fetching and preparing a table (seconds of pandas and scikit-learn), and the tables of scores and of the
+# ablation, run on the submitting host; training and measuring FT-Transformer are the cluster's jobs.
 localrules:
     fetch_table,
+    prepare_tabular,
+    write_ftt_scores,
+    write_ftt_ablation,
+    write_ftt_ablation_section,
 
 
 rule fetch_table:
