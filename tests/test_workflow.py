@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -256,7 +257,7 @@ def test_report_captions_render_without_a_docutils_message(caption):
 def test_dynamics_offline_end_to_end_is_deterministic(local_runs):
     """The tiny dynamics study of the two local runs (2 cores and 1): its outputs, the same bytes in both, and its
     report."""
-    (a, _), (b, _) = local_runs
+    (a, _), (b, _), _ = local_runs
     summary = pd.read_csv(a / "results/tables/dynamics/simulations.csv")
     assert summary["experiment"].tolist() == ["consensus", "bipartite", "multihead", "asymmetric"]
     assert (summary["radius_v1"] < 1).all() and (summary["radius_v2"] > 1).all()
@@ -291,20 +292,73 @@ def test_dynamics_offline_end_to_end_is_deterministic(local_runs):
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), f"{rel} differs between identical runs"
 
 
+HARNESS = REPO / "tests/slurm/harness.sh"
+# What a site changes: partition, account, and resources that fit its nodes. Here one node of
+# `nproc` CPUs without GPUs or accounting, every job on one CPU (the 2-core run it is compared with gave measure
+# and the baseline two threads; FT-Transformer trains and measures on tabular.training.threads whatever the job
+# is given). Status checks from 2 s after a submission (the plugin's default, 40 s, suits hour-long jobs).
+SLURM_SITE = [
+    "--slurm-no-account",
+    "--slurm-init-seconds-before-status-checks",
+    "2",
+    "--slurm-keep-successful-logs",
+    "--set-threads",
+    "random_baseline=1",
+    "measure=1",
+    "--default-resources",
+    "slurm_partition=debug",
+    "mem_mb=2000",
+    "runtime=30",
+    "cpus_per_task=1",
+    "--set-resources",
+    *[
+        f"{rule}:{key}"
+        for rule in ("random_baseline", "measure", "train_ftt", "measure_ftt", "unroll_albert", "simulate_dynamics")
+        for key in ("slurm_partition=debug", "mem_mb=3000", "cpus_per_task=1")
+    ],
+]
+
+
+@dataclass(frozen=True)
+class SecondRun:
+    workdir: Path
+    seconds: float
+    output: str  # Snakemake's stdout and stderr
+    slurm: Path | None  # the one-node SLURM's state folder (its controller's log): None for a local run
+    why_local: str = ""  # why the run was local
+
+
 @pytest.fixture(scope="module")
 def local_runs(quick_start_run, tmp_path_factory):
-    """Two local runs of the tiny offline suite and dynamics study, on 2 cores (README's Quick start run, shared with
-    tests/test_commands.py) and on 1 in a fresh directory, with their wall times: every check below reads them (the
-    first run's outputs, or both compared)."""
+    """Two runs of the tiny offline suite and dynamics study, and their wall times: every check below reads them (the
+    first run's outputs, or both compared).
+
+    The first is README's Quick start run on 2 cores (shared with tests/test_commands.py). The second runs in a fresh
+    directory with one thread per job: through profiles/slurm on a one-node SLURM (tests/slurm/harness.sh), jobs
+    on one CPU each, where SLURM can start here (CI requires it: ROLLOUT_REQUIRE_SLURM); otherwise locally on
+    ``--cores 1``, and the SLURM test skips with the harness's reason. Either way it is a second run of the same
+    config on other cores, whose outputs must be the first's bytes."""
     a = quick_start_run
     assert a.result.returncode == 0, a.result.stdout[-5000:] + a.result.stderr[-5000:]
-    workdir = tmp_path_factory.mktemp("local_b")
-    start = time.monotonic()
-    res = snakemake(workdir, "--cores", "1", "offline", "dynamics_offline", config=TINY)
-    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-5000:]
-    runs = [(a.workdir, a.seconds), (workdir, time.monotonic() - start)]
-    print(f"tiny offline suite and dynamics study: {runs[0][1]:.0f} s on 2 cores, {runs[1][1]:.0f} s on 1 core")
-    return runs
+    workdir = tmp_path_factory.mktemp("second_run")
+    state = tmp_path_factory.mktemp("slurm")
+    started = subprocess.run(["bash", str(HARNESS), "start", str(state)], capture_output=True, text=True, timeout=900)
+    try:
+        if started.returncode == 3 and not os.environ.get("ROLLOUT_REQUIRE_SLURM"):
+            slurm, why, args = None, started.stderr.strip(), ["--cores", "1"]
+        else:
+            assert started.returncode == 0, f"the SLURM harness failed:\n{started.stdout}\n{started.stderr}"
+            slurm, why, args = state, "", ["--profile", str(REPO / "profiles/slurm"), "--jobs", "2", *SLURM_SITE, "--"]
+        start = time.monotonic()
+        res = snakemake(workdir, *args, "offline", "dynamics_offline", config=TINY)
+        second = SecondRun(workdir, time.monotonic() - start, res.stdout + res.stderr, slurm, why)
+        assert res.returncode == 0, second.output[-6000:]
+        where = "through SLURM, a CPU per job" if slurm else "on 1 core"
+        print(f"tiny offline suite and dynamics study: {a.seconds:.0f} s on 2 cores, {second.seconds:.0f} s {where}")
+        yield [(a.workdir, a.seconds), (workdir, second.seconds), second]
+    finally:
+        if started.returncode != 3:
+            subprocess.run(["bash", str(HARNESS), "stop", str(state)], timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -468,7 +522,7 @@ def test_another_seed_trains_one_more_model_without_fetching_or_preparing_again(
 def test_offline_suite_is_byte_identical_on_1_and_2_cores(local_runs):
     """Same config, same bytes, whatever --cores: every table, summary, record and manifest (FT-Transformer
     training and measurement use tabular.training.threads, not the job's cores)."""
-    (a, _), (b, _) = local_runs
+    (a, _), (b, _), _ = local_runs
     outputs = [o for o in deterministic_outputs(a) if o != PAPER_ONLY]
     assert [o for o in deterministic_outputs(b) if o != PAPER_ONLY] == outputs
     for rel in (
@@ -493,7 +547,7 @@ def test_the_tiny_run_compared_with_its_rerun_is_identical_row_by_row(local_runs
     that is not the one compare expects exits 2), every row identical, exit 0."""
     from rollout_equality.compare import TABLES
 
-    (a, _), (b, _) = local_runs
+    (a, _), (b, _), _ = local_runs
     tables = [a / "results/tables/offline", b / "results/tables/offline"]
     assert all((t / f"{name}.csv").is_file() for t in tables for name in TABLES)
     res = subprocess.run(
@@ -607,86 +661,33 @@ def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
         browser.quit()
 
 
-HARNESS = REPO / "tests/slurm/harness.sh"
-# What a site changes: partition, account, and resources that fit its nodes. Here one node of
-# `nproc` CPUs without GPUs or accounting. The bytes do not depend on these cpus_per_task: FT-Transformer
-# training and measurement run on tabular.training.threads whatever the job is given (the local run it is
-# compared with ran on 1 core).
-SLURM_SITE = [
-    "--slurm-no-account",
-    "--slurm-init-seconds-before-status-checks",
-    "5",
-    "--slurm-keep-successful-logs",
-    "--set-threads",
-    "random_baseline=2",
-    "measure=2",
-    "--default-resources",
-    "slurm_partition=debug",
-    "mem_mb=2000",
-    "runtime=30",
-    "cpus_per_task=1",
-    "--set-resources",
-    "random_baseline:cpus_per_task=2",
-    *[
-        f"{rule}:{key}"
-        for rule in ("measure", "train_ftt", "measure_ftt")
-        for key in ("slurm_partition=debug", "mem_mb=3000", "cpus_per_task=2")
-    ],
-]
-
-
-@pytest.fixture(scope="module")
-def slurm_cluster(tmp_path_factory):
-    """A one-node SLURM (munged, slurmctld, slurmd) started by the harness and stopped afterwards."""
-    state = tmp_path_factory.mktemp("slurm")
-    res = subprocess.run(["bash", str(HARNESS), "start", str(state)], capture_output=True, text=True, timeout=900)
-    try:
-        if res.returncode == 3 and not os.environ.get("ROLLOUT_REQUIRE_SLURM"):
-            pytest.skip(f"cannot start SLURM here: {res.stderr.strip()}")
-        assert res.returncode == 0, f"the SLURM harness failed:\n{res.stdout}\n{res.stderr}"
-        yield state
-    finally:
-        subprocess.run(["bash", str(HARNESS), "stop", str(state)], timeout=120)
-
-
 @pytest.mark.slow
-def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs, slurm_cluster, tmp_path):
-    workdir = tmp_path / "slurm"
-    workdir.mkdir()
-    start = time.monotonic()
-    res = snakemake(
-        workdir, "--profile", str(REPO / "profiles/slurm"), "--jobs", "2", *SLURM_SITE, "--", "offline", config=TINY
-    )
-    wall = time.monotonic() - start
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out[-6000:]
-
-    # The jobs went through SLURM: job ids in Snakemake's output, one SLURM log per job, and the
-    # controller's own log saying each job completed with status 0. Downloads stayed local.
+def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs):
+    """The second run, when it went through profiles/slurm: every compute job was a SLURM job that exited 0, every
+    local rule (downloads, summaries, tables, figures) ran on the submitting host, and every output equals the 2-core
+    local run's bytes (compared by the tests above)."""
+    run = local_runs[2]
+    if run.slurm is None:
+        pytest.skip(f"cannot start SLURM here ({run.why_local}): the second run was local")
+    workdir, out = run.workdir, run.output
     ids = re.findall(r"has been submitted with SLURM jobid (\d+)", out)
-    assert len(ids) >= 15 and len(set(ids)) == len(ids), out[-3000:]
+    assert len(set(ids)) == len(ids), out[-3000:]
     logs = list((workdir / ".snakemake/slurm_logs").rglob("*.log"))
     assert sorted(p.stem for p in logs) == sorted(ids)
     rules = {p.relative_to(workdir / ".snakemake/slurm_logs").parts[0] for p in logs}
-    assert {
-        "rule_measure",
-        "rule_train_ftt",
-        "rule_measure_ftt",
-        "rule_random_baseline",
-        "rule_write_suite_tables",
-    } <= rules
-    assert not rules & {"rule_prepare_model", "rule_prepare_data", "rule_fetch_table"}
-    controller = (slurm_cluster / "slurmctld.log").read_text()
+    compute = {"measure", "train_ftt", "measure_ftt", "random_baseline", "simulate_dynamics", "unroll_albert"}
+    assert rules == {f"rule_{name}" for name in compute}, rules
+    for name in ("measure", "train_ftt", "measure_ftt"):  # one job each per experiment, model and seed
+        assert len(list((workdir / f".snakemake/slurm_logs/rule_{name}").rglob("*.log"))) == len(
+            list((workdir / f"results/logs/{name}").rglob("*.log"))
+        ), name
+    assert "localrule write_suite_tables:" in out and "localrule summarise_records:" in out, out[-3000:]
+    controller = (run.slurm / "slurmctld.log").read_text()
     for job in ids:
         assert f"_job_complete: JobId={job} WEXITSTATUS 0" in controller
-
-    # Same config, same bytes: every table, summary and manifest equals the local run's.
-    local, local_wall = local_runs[1]
-    outputs = deterministic_outputs(workdir)
-    assert outputs == [o for o in deterministic_outputs(local) if "/dynamics/" not in o]  # it ran the study too
-    for rel in outputs:
-        assert (workdir / rel).read_bytes() == (local / rel).read_bytes(), f"{rel} differs between SLURM and local"
-    print(f"offline suite: SLURM {wall:.0f} s with {len(ids)} jobs, local {local_wall:.0f} s")
+    local = local_runs[0][0]
+    assert deterministic_outputs(workdir) == [o for o in deterministic_outputs(local) if o != PAPER_ONLY]
+    print(f"offline suite and dynamics study: SLURM {run.seconds:.0f} s with {len(ids)} jobs")
 
 
 def rollout_equality(workdir: Path, *args: str, cache: Path) -> subprocess.CompletedProcess:
