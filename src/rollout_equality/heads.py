@@ -103,6 +103,11 @@ def fuse(heads: Any, fusion: str, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) ->
     A = check_stochastic(heads, row_sum_atol, name="heads")
     if A.ndim < 3:
         raise ValueError(f"heads must have shape (..., H, n, n); got {A.shape}")
+    return _fuse_checked(A, fusion)
+
+
+def _fuse_checked(A: np.ndarray, fusion: str) -> np.ndarray:
+    """:func:`fuse` of heads ``A`` (float64 (..., H, n, n)) that :func:`check_stochastic` has already accepted."""
     fused = {"mean": np.mean, "max": np.max, "min": np.min}[fusion](A, axis=-3)
     mass = fused.sum(axis=-1, keepdims=True)
     empty = mass[..., 0] <= 0
@@ -143,10 +148,25 @@ def _per_head(heads, special, token_set, atol, row_sum_atol, engine):
     return equality_condition(A, atol=atol, row_sum_atol=row_sum_atol, engine=engine).as_dict(), A.shape[-1]
 
 
-def _fused(heads, special, token_set, fusion, atol, row_sum_atol, engine):
+def _fused(fused, special, token_set, atol, row_sum_atol, engine):
     """(condition fields by layer, κ of the rollout by depth, n) of one fusion of one input on one token set: the
-    head-averaged analysis (:func:`rollout_equality.records._token_set`) of the fused layers."""
-    return _token_set(fuse(heads, fusion, row_sum_atol), special, token_set, atol, row_sum_atol, engine)
+    head-averaged analysis (:func:`rollout_equality.records._token_set`) of the fused layers (L, n, n)."""
+    return _token_set(fused, special, token_set, atol, row_sum_atol, engine)
+
+
+def _condition_rows(fields: dict[str, Any], res: dict[str, np.ndarray], n_heads: int | None = None) -> list[dict]:
+    """Rows of the heads file: ``fields`` and each layer's condition fields ``res`` (arrays by layer), or each
+    (layer, head)'s with ``n_heads`` (arrays by layer and head; ``head`` null otherwise: a fused matrix)."""
+    keys = [key for key in res if key != "n"]
+    n_layers = len(res[keys[0]])
+    if n_heads is None:
+        cells = [((layer,), layer, None) for layer in range(n_layers)]
+    else:
+        cells = [((layer, head), layer, head) for layer in range(n_layers) for head in range(n_heads)]
+    return [
+        {**fields, "layer": layer, "head": head, **{key: res[key][at].item() for key in keys}}
+        for at, layer, head in cells
+    ]
 
 
 def analyse_head_inputs(
@@ -178,12 +198,15 @@ def analyse_head_inputs(
     parts = (["heads"] if settings.per_head else []) + list(settings.extra_fusions)
     tasks = []
     for heads, special in checked:
+        # each fusion formed once per input (both token sets analyse it), from heads validated once
+        valid = check_stochastic(heads, row_sum_atol, name="heads") if settings.extra_fusions else heads
+        fused = {part: _fuse_checked(valid, part) for part in settings.extra_fusions}
         for ts in TOKEN_SETS:
             for part in parts:
                 if part == "heads":
                     tasks.append((_per_head, heads, special, ts, atol, row_sum_atol, engine))
                 else:
-                    tasks.append((_fused, heads, special, ts, part, atol, row_sum_atol, engine))
+                    tasks.append((_fused, fused[part], special, ts, atol, row_sum_atol, engine))
     if pool is None:
         done = [fn(*args) for fn, *args in tasks]
     else:
@@ -193,6 +216,7 @@ def analyse_head_inputs(
     for (heads, _), input_id in zip(checked, input_ids):
         n_layers, n_heads = heads.shape[:2]
         base = {"model": model, "seed": seed, "dataset": dataset, "input_id": input_id}
+        layout = {"n_layers": n_layers, "n_heads": n_heads}
         head_rows: list[dict[str, Any]] = []
         rollout_rows: list[dict[str, Any]] = []
         for token_set in TOKEN_SETS:
@@ -201,35 +225,13 @@ def analyse_head_inputs(
                 k += 1
                 if part == "heads":
                     res, n = result
-                    for layer in range(n_layers):
-                        for head in range(n_heads):
-                            row = {
-                                **base,
-                                "layer": layer,
-                                "n_layers": n_layers,
-                                "n_heads": n_heads,
-                                "head": head,
-                                "fusion": None,
-                                "token_set": token_set,
-                                "n_tokens": n,
-                            }
-                            row.update({key: v[layer, head].item() for key, v in res.items() if key != "n"})
-                            head_rows.append(row)
+                    fields = {**base, **layout, "fusion": None, "token_set": token_set, "n_tokens": n}
+                    head_rows += _condition_rows(fields, res, n_heads)
                     continue
                 res, kappa_rollout, n = result
-                for layer in range(n_layers):
-                    row = {
-                        **base,
-                        "layer": layer,
-                        "n_layers": n_layers,
-                        "n_heads": n_heads,
-                        "head": None,
-                        "fusion": part,
-                        "token_set": token_set,
-                        "n_tokens": n,
-                    }
-                    row.update({key: v[layer].item() for key, v in res.items() if key != "n"})
-                    head_rows.append(row)
+                head_rows += _condition_rows(
+                    {**base, **layout, "fusion": part, "token_set": token_set, "n_tokens": n}, res
+                )
                 fields = {**base, "fusion": part, "n_heads": n_heads, "token_set": token_set, "n_tokens": n}
                 rollout_rows += depth_rows(fields, res, kappa_rollout)
         out.append((head_rows, rollout_rows))
