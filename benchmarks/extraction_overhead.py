@@ -12,11 +12,13 @@ through rollout_equality.measure.measure_inputs), once analysing after each forw
 batch k + 1 runs (overlap, its default on a GPU; torch keeps one CPU thread then, so on a
 CPU the overlapped forward runs on one thread), both with the default engine (the float32 screen), and the
 sequential run again with the float64 sweep alone (``Engine(screen=False)`` of rollout_equality.dobrushin: the
-same records bit for bit), side by side. Prints the ratios to the forward alone (target ≤ 1.3×), the rows of
+same records bit for bit), side by side; with --per-head, the sequential run again with every head's own
+analysis and the max and min fusions (config ``analysis``: the offline suite's setting). Prints the ratios to the
+forward alone (target ≤ 1.3× without --per-head's run), the rows of
 benchmarks/README.md's table and, from the default engine's per-input costs and the paper suite's data set sizes,
 the estimated time of the whole paper run on this machine. On a CUDA device (--device cuda) the forward runs
 there and the analysis on the CPU beside it.
-A measurement script, not a test: medians of --repeats rounds (each round times the three once) after
+A measurement script, not a test: medians of --repeats rounds (each round times every run once) after
 a warm-up round.
 """
 
@@ -31,6 +33,7 @@ import yaml
 from _timing import interleaved_medians, table_row
 
 from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine
+from rollout_equality.heads import FUSIONS, OFF, HeadSettings
 from rollout_equality.measure import measure_inputs
 from rollout_equality.schema import with_section_defaults
 from rollout_equality.settings import Condition, from_section
@@ -86,7 +89,7 @@ def extractor_of(with_attention, device, seen: dict):
     """rule measure's extractor for a batch (a list of the same input): forward, head average, special mask; the
     token count goes to seen["n"]."""
 
-    def run(batch):
+    def run(batch, heads=False):
         x = batch[0]
         if isinstance(x, dict):
             x = {k: v.expand(len(batch), *v.shape[1:]).to(device) for k, v in x.items()}
@@ -100,6 +103,9 @@ def extractor_of(with_attention, device, seen: dict):
             special[[0, -1]] = True
         else:
             special[:n_prefix] = True
+        if heads:  # every head's attention beside the average, as the extractors give it: (L, H, n, n) float32
+            every = torch.stack([a.float() for a in attentions], dim=1).cpu().numpy()
+            return [(layers, special, h) for layers, h in zip(avg, every)]
         return [(layers, special) for layers in avg]
 
     return run
@@ -112,8 +118,8 @@ def main():
     device = torch.device(ARGS.device)
     print(f"device: {device}, torch threads: {torch.get_num_threads()}, batch {ARGS.batch} × {ARGS.batches}")
     print(
-        f"{'architecture':<26} {'forward/input':>14} {'seq f64':>9} {'sequential':>11} {'overlap':>9}"
-        f" {'ratio f64':>10} {'ratio seq':>10} {'ratio ovl':>10}"
+        f"{'architecture':<26} {'forward/input':>14} {'seq f64':>9} {'sequential':>11} {'overlap':>9} {'heads':>9}"
+        f" {'ratio f64':>10} {'ratio seq':>10} {'ratio ovl':>10} {'ratio hds':>10}"
     )
     condition = from_section(Condition, config["condition"])
     settings = dict(model="m", dataset="d", condition=condition, batch_size=ARGS.batch, threads=torch.get_num_threads())
@@ -139,30 +145,36 @@ def main():
             if device.type == "cuda":
                 torch.cuda.synchronize()
 
-        def measured(overlap, engine):
-            measure_inputs(extractor, ids, inputs, overlap=overlap, engine=engine, **settings)
+        def measured(overlap, engine, heads=OFF):
+            measure_inputs(extractor, ids, inputs, overlap=overlap, engine=engine, heads=heads, **settings)
 
         fns = [
             forward_only,
             lambda: measured(False, Engine(screen=False)),
             lambda: measured(False, DEFAULT_ENGINE),
+            lambda: measured(True, DEFAULT_ENGINE),
+            lambda: measured(False, DEFAULT_ENGINE, HeadSettings(per_head=True, fusions=FUSIONS)),
         ]
-        if not ARGS.no_overlap:
-            fns.append(lambda: measured(True, DEFAULT_ENGINE))
+        run = [True, True, True, not ARGS.no_overlap, ARGS.per_head]
         with torch.inference_mode():
-            times = [t / len(inputs) for t in interleaved_medians(fns, ARGS.repeats)]
-        t_plain, t_f64, t_seq = times[:3]
-        t_ovl = times[3] if len(times) > 3 else float("nan")
+            measured_times = iter(interleaved_medians([f for f, on in zip(fns, run) if on], ARGS.repeats))
+            times = [next(measured_times) / len(inputs) if on else float("nan") for on in run]
+        t_plain, t_f64, t_seq, t_ovl, t_heads = times
         # the paper run uses the default kernels (the screen)
         per_input[name.removesuffix("_random")] = min(t_seq, t_ovl) if len(times) > 3 else t_seq
         print(
-            f"{name:<26} {t_plain:13.3f}s {t_f64:8.3f}s {t_seq:10.3f}s {t_ovl:8.3f}s"
-            f" {t_f64 / t_plain:9.2f}× {t_seq / t_plain:9.2f}× {t_ovl / t_plain:9.2f}×",
+            f"{name:<26} {t_plain:13.3f}s {t_f64:8.3f}s {t_seq:10.3f}s {t_ovl:8.3f}s {t_heads:8.3f}s"
+            f" {t_f64 / t_plain:9.2f}× {t_seq / t_plain:9.2f}× {t_ovl / t_plain:9.2f}× {t_heads / t_plain:9.2f}×",
             flush=True,
         )
         size = f"{name}, n = {seen['n']}, batch {ARGS.batch} on {device}"
         rows.append(table_row("extraction_overhead", size, "forward alone, per input", t_plain, "–"))
-        for label, t in (("measure, screen", t_seq), ("measure, float64 sweep", t_f64), ("measure, overlap", t_ovl)):
+        for label, t in (
+            ("measure, screen", t_seq),
+            ("measure, float64 sweep", t_f64),
+            ("measure, overlap", t_ovl),
+            ("measure, screen, per head and max/min fusions", t_heads),
+        ):
             if t == t:  # not NaN: measured
                 rows.append(
                     table_row("extraction_overhead", size, f"{label}, per input", t, f"{t / t_plain:.2f}× forward")
@@ -189,5 +201,11 @@ if __name__ == "__main__":
     parser.add_argument("--batch", type=int, default=8, help="inputs per forward pass (extraction.batch_size)")
     parser.add_argument("--batches", type=int, default=3, help="batches per timed run")
     parser.add_argument("--no-overlap", action="store_true", help="skip the overlapped run")
+    parser.add_argument(
+        "--per-head",
+        action="store_true",
+        help="also time the sequential run with every head kept and analysed, and the max and min fusions "
+        "(config analysis: per_head true, fusions [mean, max, min])",
+    )
     ARGS = parser.parse_args()
     main()
