@@ -1,4 +1,5 @@
 import os
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -42,3 +43,18 @@ def quick_start_run(tmp_path_factory) -> TinyRun:
         ["bash", "-c", quick_start_tiny_command()], cwd=clone, env=env, capture_output=True, text=True, timeout=1800
     )
     return TinyRun(clone, clone / "tiny", res, time.monotonic() - start)
+
+
+@pytest.fixture
+def host_lookups(monkeypatch) -> list[str]:
+    """The host names this process resolves while the test runs (each network attempt of a client resolves its host
+    first): what "fails fast" is counted by, instead of a wall-clock bound that a loaded machine can break."""
+    seen: list[str] = []
+    resolve = socket.getaddrinfo
+
+    def counted(host, *args, **kwargs):
+        seen.append(host)
+        return resolve(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", counted)
+    return seen

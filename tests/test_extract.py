@@ -2,7 +2,6 @@
 
 import os
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -193,14 +192,13 @@ def test_sdpa_returns_no_attention_and_is_refused(built):
         head_average((), "bert")
 
 
-def test_offline_download_fails_fast_with_the_ways_out(tmp_path, monkeypatch):
+def test_offline_download_fails_fast_with_the_ways_out(tmp_path, monkeypatch, host_lookups):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     spec = {"backend": "transformers", "modality": "image", "hub": {"id": "facebook/dinov2-small", "revision": "main"}}
-    start = time.perf_counter()
     with pytest.raises(ModelUnavailableError) as err:
         prepare_model("dinov2_small", spec, tmp_path / "dinov2_small", tmp_path / "dinov2_small" / "model.json")
-    assert time.perf_counter() - start < 10
+    assert host_lookups == []  # fast because it never tries the network, whatever the machine's load
     message = str(err.value)
     for part in (
         "dinov2_small",

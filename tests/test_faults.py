@@ -8,7 +8,6 @@ what crossed the wire.
 """
 
 import json
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,15 +19,13 @@ REPO_ID = "distilbert/distilbert-base-uncased"
 WEIGHTS = r"/resolve/[0-9a-f]{40}/model\.safetensors$"
 
 PREPARE = """
-    import json, os, sys, time
+    import json, os, sys
     from rollout_equality.models import ModelUnavailableError, prepare_model
     spec = {"backend": "transformers", "modality": "text", "hub": {"id": sys.argv[1], "revision": sys.argv[2]}}
-    start = time.perf_counter()
     try:
-        info = prepare_model("distilbert_base", spec, "m", "m/model.json")
-        print(json.dumps({"info": info, "seconds": time.perf_counter() - start}))
+        print(json.dumps({"info": prepare_model("distilbert_base", spec, "m", "m/model.json")}))
     except ModelUnavailableError as err:
-        print(json.dumps({"error": str(err), "seconds": time.perf_counter() - start}))
+        print(json.dumps({"error": str(err)}))
 """
 
 
@@ -87,7 +84,8 @@ def test_a_connection_that_breaks_mid_file_fails_by_name_and_the_rerun_fetches_o
         down = prepare(proxy, work, served.commit)
         assert "connection to the hub broke during the transfer" in down["error"], down
         assert "model 'distilbert_base'" in down["error"] and "unreachable" not in down["error"]
-        assert down["seconds"] < 30
+        # bounded by attempts, not by the clock: huggingface_hub 2 retries a broken transfer at most 5 times
+        assert 2 <= len(proxy.requests(WEIGHTS)) <= 6, proxy.requests(WEIGHTS)
         assert not (work / "m" / "model.json").exists() and not (work / "m" / "snapshot.json").exists()
         first = {r.path.rsplit("/", 1)[-1] for r in proxy.log if r.method == "GET" and r.status == 200}
         assert {"config.json", "tokenizer.json", "vocab.txt"} <= first  # the small files arrived
@@ -128,18 +126,17 @@ def test_rate_limits_and_unavailability_are_carried_by_retries_or_named_after_a_
             Fault("status", WEIGHTS, status=429, times=2, retry_after=1),
             Fault("status", r"/api/models/.*/tree/", status=503, times=2, retry_after=1),
         ]
-        start = time.perf_counter()
         carried = prepare(proxy, tmp_path / "carried", served.commit)
         assert "info" in carried, carried
-        assert time.perf_counter() - start < 60
-        assert [r.status for r in proxy.requests(WEIGHTS)] == [429, 429, 200]
+        assert [r.status for r in proxy.requests(WEIGHTS)] == [429, 429, 200]  # each retried once per refusal
         tree = [r.status for r in proxy.requests(r"/tree/")]
         assert tree[:2] == [503, 503] and tree[-1] == 200, tree
 
-        # 503 on every attempt at the weight file: a clear message within seconds.
+        # 503 on every attempt at the weight file: a clear message after a bounded number of attempts (counted,
+        # not timed: each waits the Retry-After of 1 s at most; huggingface_hub 2 retries at most 5 times).
         proxy.faults = [Fault("status", WEIGHTS, status=503)]
-        start = time.perf_counter()
+        before = len(proxy.requests(WEIGHTS))
         refused = prepare(proxy, tmp_path / "refused", served.commit)
         assert "temporarily unavailable (HTTP 503)" in refused["error"], refused
         assert "run the download again in a few minutes" in refused["error"]
-        assert time.perf_counter() - start < 60
+        assert 1 <= len(proxy.requests(WEIGHTS)) - before <= 6

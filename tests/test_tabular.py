@@ -1,7 +1,6 @@
 """Tabular data preparation, FT-Transformer training and its attention records."""
 
 import json
-import time
 
 import numpy as np
 import pandas as pd
@@ -205,11 +204,10 @@ def test_bad_tables_raise(tmp_path):
         load_raw("t", {"task": "binclass", "source": {"sklearn": "diabetes", "openml": {"id": 1590}}}, tmp_path)
 
 
-def test_openml_unreachable_fails_fast_naming_the_data_set(tmp_path):
-    start = time.perf_counter()
+def test_openml_unreachable_fails_fast_naming_the_data_set(tmp_path, host_lookups):
     with pytest.raises(TableUnavailableError) as err:
         load_raw("adult", {"task": "binclass", "source": {"openml": {"id": 1590, "target": "class"}}}, tmp_path)
-    assert time.perf_counter() - start < 20
+    assert host_lookups == ["www.openml.org"]  # one attempt, no retry loop (counted, not timed)
     assert "adult" in str(err.value) and "OpenML 1590" in str(err.value) and "offline" in str(err.value)
 
 
