@@ -255,8 +255,8 @@ def test_report_captions_render_without_a_docutils_message(caption):
 
 @pytest.mark.slow
 def test_dynamics_offline_end_to_end_is_deterministic(local_runs):
-    """The tiny dynamics study of the two local runs (2 cores and 1): its outputs, the same bytes in both, and its
-    report."""
+    """The tiny dynamics study of the two runs (2 cores; one thread per job): its outputs, the same bytes in both, and
+    its report."""
     (a, _), (b, _), _ = local_runs
     summary = pd.read_csv(a / "results/tables/dynamics/simulations.csv")
     assert summary["experiment"].tolist() == ["consensus", "bipartite", "multihead", "asymmetric"]
