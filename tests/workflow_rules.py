@@ -33,7 +33,8 @@ def rules() -> dict[str, dict[str, Path | None]]:
 
 
 def localrules() -> set[str]:
-    """The rules named in a ``localrules:`` block (downloads: they run on the submitting host)."""
+    """The rules named in a ``localrules:`` block (downloads and the seconds-long steps: they run on the submitting
+    host)."""
     names = set()
     for smk in RULE_FILES:
         for block in re.findall(r"^localrules:\n((?:    \w+,?\n)+)", smk.read_text(), flags=re.M):

@@ -574,7 +574,8 @@ def openml_adult(cache: Path, every: int = 1) -> Path:
     folder = cache / "org" / "openml" / "www" / "datasets" / "1590"
     folder.mkdir(parents=True, exist_ok=True)
     table = _adult_rows()
-    table.iloc[::every].to_parquet(folder / "dataset_1590.pq", index=False)
+    rows = table.iloc[::every]
+    rows.to_parquet(folder / "dataset_1590.pq", index=False)
     description = [
         ("id", 1590),
         ("name", "adult"),
@@ -612,7 +613,7 @@ def openml_adult(cache: Path, every: int = 1) -> Path:
             ("is_target", str(col == "class").lower()),
             ("is_ignore", "false"),
             ("is_row_identifier", "false"),
-            ("number_of_missing_values", int(table[col].iloc[::every].isna().sum())),
+            ("number_of_missing_values", int(rows[col].isna().sum())),
         ]
         features.append("  <oml:feature>\n" + _xml(fields, "    ") + "\n  </oml:feature>")
     (folder / "features.xml").write_text(
@@ -622,7 +623,10 @@ def openml_adult(cache: Path, every: int = 1) -> Path:
     return folder
 
 
-def sklearn_california(data_home: Path, n: int = 20640, seed: int = 0) -> Path:
+CALIFORNIA_ROWS = 20640
+
+
+def sklearn_california(data_home: Path, n: int = CALIFORNIA_ROWS, seed: int = 0) -> Path:
     """scikit-learn's cache of California Housing (``cal_housing_py3.pkz``): the raw StatLib columns in
     scikit-learn's order (medianHouseValue, medianIncome, housingMedianAge, totalRooms, totalBedrooms,
     population, households, latitude, longitude), synthetic values of the real ranges."""
@@ -665,4 +669,4 @@ def build_caches(cache: str | os.PathLike, every: int = 1) -> None:
     ``every``-th row of each table."""
     cache = Path(cache)
     openml_adult(cache / "openml", every)
-    sklearn_california(cache / "scikit_learn_data", n=-(-20640 // every))
+    sklearn_california(cache / "scikit_learn_data", n=len(range(0, CALIFORNIA_ROWS, every)))
