@@ -81,7 +81,7 @@ def test_the_paper_baseline_claim_holds():
 
     import yaml
 
-    from rollout_equality.claims import baseline_claim
+    from rollout_equality.config import baseline_claim
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
     claim = baseline_claim(config["claims"])

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from rollout_equality.baseline import wilson_interval
+from rollout_equality.config import baseline_claim
 
 COLUMNS = ["claim", "subject", "paper", "ours", "status", "note"]
 SENSITIVITY = "recipe-dependent"
@@ -35,12 +36,6 @@ OUT_OF_SAMPLE_STATUS = {"reproduced": "agrees", "not reproduced": "disagrees"}
 FTT_PREFIX = "ftt:"
 """Subjects ``ftt:<table>``: the FT-Transformer runs (records with a ``seed``) of a table."""
 KINDS = ("baseline", "rate", "late_failures", "special_tokens")
-
-
-def baseline_claim(spec: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The claim of kind ``baseline`` (at most one; :func:`rollout_equality.config.check_references`), or None."""
-    found = [c for c in spec.values() if c["kind"] == "baseline"]
-    return found[0] if found else None
 
 
 def compared_range(

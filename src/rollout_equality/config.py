@@ -210,6 +210,15 @@ def check_claims(config: dict[str, Any]) -> None:
         raise ValueError(f"claims: {', '.join(kinds)} are all of kind baseline; keep one")
 
 
+def baseline_claim(spec: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The claim of kind ``baseline`` of the ``claims:`` section ``spec`` (at most one: :func:`check_claims`), or
+    None. Here, not in :mod:`rollout_equality.claims`, because the workflow reads it when it parses: this module
+    imports nothing heavy (claims imports scipy.stats, and through the baseline numba: a second at every start-up
+    of Snakemake, twice per SLURM job)."""
+    found = [c for c in spec.values() if c["kind"] == "baseline"]
+    return found[0] if found else None
+
+
 def claim_reasons(config: dict[str, Any], suite: str) -> dict[str, str]:
     """Why suite ``suite`` has no records of a claim's subject, for every subject it does not measure:
     the suites that do measure it, or that none does."""

@@ -9,10 +9,10 @@ from snakemake.utils import min_version, validate
 
 sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
 from rollout_equality import paper
-from rollout_equality.claims import baseline_claim
 from rollout_equality.compute import gpu_claim
 from rollout_equality.schema import SCHEMA
 from rollout_equality.config import (
+    baseline_claim,
     check_references,
     claim_reasons,
     dropped_by_overlay,
