@@ -373,8 +373,9 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
             f"README's Quick start names these; the tiny run left none: {missing}"
         )
     if command == "python -m rollout_equality.documents":
+        # against the clone's index, which holds the working tree's edits (scratch.py): only what the run rewrote
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--", "docs", "README.md"], cwd=clone, capture_output=True, text=True
+            ["git", "diff", "--name-only", "--", "docs", "README.md"], cwd=clone, capture_output=True, text=True
         )
         assert status.stdout == "", f"the generated documents are stale:\n{status.stdout}"
     if command.startswith("rollout-equality baseline"):
