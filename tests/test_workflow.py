@@ -329,7 +329,7 @@ class SecondRun:
 
 
 @pytest.fixture(scope="module")
-def local_runs(quick_start_run, tmp_path_factory):
+def local_runs(request, tmp_path_factory):
     """Two runs of the tiny offline suite and dynamics study, and their wall times: every check below reads them (the
     first run's outputs, or both compared).
 
@@ -337,9 +337,8 @@ def local_runs(quick_start_run, tmp_path_factory):
     directory with one thread per job: through profiles/slurm on a one-node SLURM (tests/slurm/harness.sh), jobs
     on one CPU each, where SLURM can start here (CI requires it: ROLLOUT_REQUIRE_SLURM); otherwise locally on
     ``--cores 1``, and the SLURM test skips with the harness's reason. Either way it is a second run of the same
-    config on other cores, whose outputs must be the first's bytes."""
-    a = quick_start_run
-    assert a.result.returncode == 0, a.result.stdout[-5000:] + a.result.stderr[-5000:]
+    config on other cores, whose outputs must be the first's bytes. The second run needs nothing of the first: it
+    runs first, while another worker may be running the Quick start (conftest.py)."""
     workdir = tmp_path_factory.mktemp("second_run")
     state = tmp_path_factory.mktemp("slurm")
     started = subprocess.run(["bash", str(HARNESS), "start", str(state)], capture_output=True, text=True, timeout=900)
@@ -353,6 +352,8 @@ def local_runs(quick_start_run, tmp_path_factory):
         res = snakemake(workdir, *args, "offline", "dynamics_offline", config=TINY)
         second = SecondRun(workdir, time.monotonic() - start, res.stdout + res.stderr, slurm, why)
         assert res.returncode == 0, second.output[-6000:]
+        a = request.getfixturevalue("quick_start_run")
+        assert a.result.returncode == 0, a.result.stdout[-5000:] + a.result.stderr[-5000:]
         where = "through SLURM, a CPU per job" if slurm else "on 1 core"
         print(f"tiny offline suite and dynamics study: {a.seconds:.0f} s on 2 cores, {second.seconds:.0f} s {where}")
         yield [(a.workdir, a.seconds), (workdir, second.seconds), second]
