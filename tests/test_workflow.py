@@ -257,7 +257,7 @@ def test_report_captions_render_without_a_docutils_message(caption):
 def test_dynamics_offline_end_to_end_is_deterministic(local_runs):
     """The tiny dynamics study of the two runs (2 cores; one thread per job): its outputs, the same bytes in both, and
     its report."""
-    (a, _), (b, _), _ = local_runs
+    a, b = (run.workdir for run in local_runs)
     summary = pd.read_csv(a / "results/tables/dynamics/simulations.csv")
     assert summary["experiment"].tolist() == ["consensus", "bipartite", "multihead", "asymmetric"]
     assert (summary["radius_v1"] < 1).all() and (summary["radius_v2"] > 1).all()
@@ -330,8 +330,8 @@ class SecondRun:
 
 @pytest.fixture(scope="module")
 def local_runs(request, tmp_path_factory):
-    """Two runs of the tiny offline suite and dynamics study, and their wall times: every check below reads them (the
-    first run's outputs, or both compared).
+    """Two runs of the tiny offline suite and dynamics study, as (conftest's ``TinyRun``, ``SecondRun``): every check
+    below reads them (the first run's outputs, or both compared).
 
     The first is README's Quick start run on 2 cores (shared with tests/test_commands.py). The second runs in a fresh
     directory with one thread per job: through profiles/slurm on a one-node SLURM (tests/slurm/harness.sh), jobs
@@ -356,7 +356,7 @@ def local_runs(request, tmp_path_factory):
         assert a.result.returncode == 0, a.result.stdout[-5000:] + a.result.stderr[-5000:]
         where = "through SLURM, a CPU per job" if slurm else "on 1 core"
         print(f"tiny offline suite and dynamics study: {a.seconds:.0f} s on 2 cores, {second.seconds:.0f} s {where}")
-        yield [(a.workdir, a.seconds), (workdir, second.seconds), second]
+        yield a, second
     finally:
         if started.returncode != 3:
             subprocess.run(["bash", str(HARNESS), "stop", str(state)], timeout=120)
@@ -364,7 +364,7 @@ def local_runs(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run_a(local_runs) -> Path:
-    return local_runs[0][0]
+    return local_runs[0].workdir
 
 
 def deterministic_outputs(workdir: Path) -> list[str]:
@@ -509,7 +509,7 @@ def test_offline_paper_builds_and_an_edited_table_rebuilds_it(run_a):
 
 @pytest.mark.slow
 def test_another_seed_trains_one_more_model_without_fetching_or_preparing_again(local_runs):
-    b = local_runs[1][0]
+    b = local_runs[1].workdir
     more = copy.deepcopy(TINY)
     more["tabular"]["seeds"] = [0, 1]
     res = snakemake(b, "-n", "offline", config=more)
@@ -523,7 +523,7 @@ def test_another_seed_trains_one_more_model_without_fetching_or_preparing_again(
 def test_offline_suite_is_byte_identical_on_1_and_2_cores(local_runs):
     """Same config, same bytes, whatever --cores: every table, summary, record and manifest (FT-Transformer
     training and measurement use tabular.training.threads, not the job's cores)."""
-    (a, _), (b, _), _ = local_runs
+    a, b = (run.workdir for run in local_runs)
     outputs = [o for o in deterministic_outputs(a) if o != PAPER_ONLY]
     assert [o for o in deterministic_outputs(b) if o != PAPER_ONLY] == outputs
     for rel in (
@@ -548,7 +548,7 @@ def test_the_tiny_run_compared_with_its_rerun_is_identical_row_by_row(local_runs
     that is not the one compare expects exits 2), every row identical, exit 0."""
     from rollout_equality.compare import TABLES
 
-    (a, _), (b, _), _ = local_runs
+    a, b = (run.workdir for run in local_runs)
     tables = [a / "results/tables/offline", b / "results/tables/offline"]
     assert all((t / f"{name}.csv").is_file() for t in tables for name in TABLES)
     res = subprocess.run(
@@ -600,7 +600,7 @@ def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    a = local_runs[0][0]
+    a = local_runs[0].workdir
     report = tmp_path / "report.html"
     res = snakemake(a, "--cores", "2", "--report", str(report), "offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -667,7 +667,7 @@ def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs):
     """The second run, when it went through profiles/slurm: every compute job was a SLURM job that exited 0, every
     local rule (downloads, summaries, tables, figures) ran on the submitting host, and every output equals the 2-core
     local run's bytes (compared by the tests above)."""
-    run = local_runs[2]
+    run = local_runs[1]
     if run.slurm is None:
         pytest.skip(f"cannot start SLURM here ({run.why_local}): the second run was local")
     workdir, out = run.workdir, run.output
@@ -686,7 +686,7 @@ def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs):
     controller = (run.slurm / "slurmctld.log").read_text()
     for job in ids:
         assert f"_job_complete: JobId={job} WEXITSTATUS 0" in controller
-    local = local_runs[0][0]
+    local = local_runs[0].workdir
     assert deterministic_outputs(workdir) == [o for o in deterministic_outputs(local) if o != PAPER_ONLY]
     print(f"offline suite and dynamics study: SLURM {run.seconds:.0f} s with {len(ids)} jobs")
 
