@@ -26,15 +26,13 @@ from typing import Any
 import pandas as pd
 
 from rollout_equality.baseline import wilson_interval
-from rollout_equality.config import baseline_claim
+from rollout_equality.config import FTT_PREFIX, baseline_claim
 
 COLUMNS = ["claim", "subject", "paper", "ours", "status", "note"]
 SENSITIVITY = "recipe-dependent"
 """Status of the claims row that reports the recipe ablation's range (not a reproduction verdict)."""
 OUT_OF_SAMPLE_STATUS = {"reproduced": "agrees", "not reproduced": "disagrees"}
 """An out-of-sample model does not reproduce or fail to reproduce the paper: it agrees with a claim or not."""
-FTT_PREFIX = "ftt:"
-"""Subjects ``ftt:<table>``: the FT-Transformer runs (records with a ``seed``) of a table."""
 KINDS = ("baseline", "rate", "late_failures", "special_tokens")
 
 

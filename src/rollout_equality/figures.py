@@ -152,7 +152,8 @@ def _group_rules(axes, rows) -> None:
 def _bands(spec, groups, token_sets) -> dict[tuple[str, str, str], tuple[float, float, str]]:
     """{(model, dataset, token set): (low, high, claim)}: the claimed range each run is read against
     (:func:`rollout_equality.claims.compared_range`)."""
-    from rollout_equality.claims import FTT_PREFIX, compared_range
+    from rollout_equality.claims import compared_range
+    from rollout_equality.config import FTT_PREFIX
 
     found = {}
     for kind, runs in groups:
