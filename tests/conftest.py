@@ -54,6 +54,8 @@ def quick_start_run(tmp_path_factory) -> TinyRun:
     from filelock import FileLock
     from scratch import scratch_clone
 
+    from rollout_equality.io import write_json
+
     shared = shared_folder(tmp_path_factory)
     clone, saved = shared / "quick_start" / "clone", shared / "quick_start" / "result.json"
     with FileLock(shared / "quick_start.lock"):
@@ -71,10 +73,9 @@ def quick_start_run(tmp_path_factory) -> TinyRun:
             command = ["bash", "-c", quick_start_tiny_command()]
             start = time.monotonic()
             res = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, timeout=1800)
+            seconds = time.monotonic() - start
             result = {"args": command, "returncode": res.returncode, "stdout": res.stdout, "stderr": res.stderr}
-            partial = saved.with_suffix(".partial")
-            partial.write_text(json.dumps({**result, "seconds": time.monotonic() - start}))
-            partial.replace(saved)
+            write_json(saved, {**result, "seconds": seconds})  # atomically: a reader never sees half of it
         result = json.loads(saved.read_text())
     seconds = result.pop("seconds")
     return TinyRun(clone, clone / "tiny", subprocess.CompletedProcess(**result), seconds)
