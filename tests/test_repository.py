@@ -27,9 +27,36 @@ def test_quick_start_installs_shows_a_result_runs_the_offline_suite_and_ci_runs_
     assert install_and_test.endswith(" && .venv/bin/pytest")
     assert install_and_test.removesuffix(" && .venv/bin/pytest") == install  # the lock holds the test tools too
     ci_lines = (REPO / ".ci/run").read_text().splitlines()
-    assert install_and_test in ci_lines
+    assert install_and_test + " || exit $?" in ci_lines  # as written; a failed install stops CI with pip's status
     ignored = subprocess.run(["git", "check-ignore", "-q", "tiny/results/x.csv"], cwd=REPO)
     assert ignored.returncode == 0, "tiny/ (the Quick start's run folder) is not ignored by git"
+
+
+def test_ci_stops_before_installing_anything_where_the_disk_is_too_full(tmp_path):
+    """.ci/run checks the free space first: with less than it needs (a `df` that reports 3 GB free, as CI's disk once
+    had), it names the file system and what to free and exits 1, before apt, SLURM's install or pip has run."""
+    import shutil
+
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(REPO / ".ci/run", tmp_path / ".ci/run")  # alone: a step after the check would fail on a missing file
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "df").write_text(
+        "#!/bin/sh\necho 'Filesystem 1G-blocks Used Available Capacity Mounted on'\n"
+        "echo '/dev/vda 252G 249G 3G 99% /'\n"
+    )
+    for name in ("apt-get", "python3"):  # what a check that did not stop would run next: fail loudly, change nothing
+        (fake / name).write_text(f"#!/bin/sh\necho '{name} ran' >&2\nexit 99\n")
+    for tool in fake.iterdir():
+        tool.chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
+    done = subprocess.run(["bash", ".ci/run"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    message = done.stderr.strip()
+    assert message.startswith(".ci/run: 3 GB free on the file system of . (/); CI needs 12 GB"), message
+    assert "pytest's old folders in " + str(tmp_path) in message and message.endswith("and rerun.")
+    assert "ran" not in message
 
 
 def test_every_rule_has_log_and_an_existing_conda_env():
