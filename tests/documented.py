@@ -115,3 +115,9 @@ def quick_start_tiny_command() -> str:
     quick = (REPO / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     (command,) = [b.strip() for b in re.findall(r"```bash\n(.*?)```", quick, flags=re.S) if "--directory tiny" in b]
     return command
+
+
+def ci_runs(command: str) -> bool:
+    """.ci/run runs the command as written, on a line of its own that ends in ``|| exit $?``: set -e spares a command
+    failing inside an ``&&`` chain, so without it a failed install would let CI go on to its next step."""
+    return command + " || exit $?" in (REPO / ".ci/run").read_text().splitlines()
