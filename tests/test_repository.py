@@ -34,7 +34,7 @@ def test_quick_start_installs_shows_a_result_runs_the_offline_suite_and_ci_runs_
 
 
 def test_ci_stops_before_installing_anything_where_the_disk_is_too_full(tmp_path):
-    """.ci/run checks the free space first: with less than it needs (a `df` that reports 3 GB free, as CI's disk once
+    """.ci/run checks the free space first: with less than it needs (a `df` that reports 3 GiB free, as CI's disk once
     had), it names the file system and what to free and exits 1, before apt, SLURM's install or pip has run."""
     import shutil
 
@@ -55,7 +55,7 @@ def test_ci_stops_before_installing_anything_where_the_disk_is_too_full(tmp_path
     assert done.returncode == 1, done.stderr
     assert done.stdout == ""
     message = done.stderr.strip()
-    assert message.startswith(".ci/run: 3 GB free on the file system of . (/); CI needs 12 GB"), message
+    assert message.startswith(".ci/run: 3 GiB free on the file system of . (/); CI needs 12 GiB"), message
     assert "pytest's old folders in " + str(tmp_path) in message and message.endswith("and rerun.")
     assert "ran" not in message
 
