@@ -39,9 +39,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))  # this checkout's library (its code paths, its extractors)
 from _timing import cpu_model  # noqa: E402
 
-from rollout_equality.job import CODE_PATHS  # noqa: E402
+from rollout_equality.runtime.prelude import CODE_PATHS  # noqa: E402
 
-VARIANTS = {  # one library forced at a time, then the code paths the config may fix (rollout_equality.job)
+VARIANTS = {  # one library forced at a time, then the code paths the config may fix (rollout_equality.runtime.prelude)
     "native": {},
     "aten_avx2": {"ATEN_CPU_CAPABILITY": "avx2"},
     "aten_default": {"ATEN_CPU_CAPABILITY": "default"},
@@ -77,12 +77,12 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
+    from rollout_equality.acquire.data import load_inputs
+    from rollout_equality.acquire.extract import load
     from rollout_equality.cli import load_config
-    from rollout_equality.data import load_inputs
-    from rollout_equality.extract import load
-    from rollout_equality.ftt import train_ftt
+    from rollout_equality.config.settings import Condition, Extraction, from_section
     from rollout_equality.measure import measure_inputs, read_model_info
-    from rollout_equality.settings import Condition, Extraction, from_section
+    from rollout_equality.tabular.ftt import train_ftt
 
     config = load_config([str(REPO / "config.yaml")])
     condition = from_section(Condition, config["condition"])

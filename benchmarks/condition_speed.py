@@ -3,10 +3,10 @@
     python benchmarks/condition_speed.py [--sizes 16 197 257 1370] [--repeats 5]
 
 Prints one row per size: the CPU kernel with the float32 screen (the default engine of
-rollout_equality.dobrushin.equality_condition) and with the float64 sweep alone
+rollout_equality.condition.dobrushin.equality_condition) and with the float64 sweep alone
 (``Engine(screen=False)``; the same results bit for bit), each on numba's threads and on one
 thread (the serial engine the records' workers use), the naive version
-(rollout_equality.reference.naive_condition, skipped where its (n, n, n) temporaries would not fit
+(rollout_equality.condition.naive.naive_condition, skipped where its (n, n, n) temporaries would not fit
 in --naive-max-gb), and the ratios; then the targets, and the rows of benchmarks/README.md's table.
 Targets: ≥200× the naive version at n = 257, at most 0.1 s per matrix at n = 1370, on 2 cores.
 A measurement script, not a test: timings on a shared machine are noisy, so each figure is
@@ -22,8 +22,8 @@ import argparse
 import numpy as np
 from _timing import interleaved_medians, machine, median_time, simd, table_row
 
-from rollout_equality.dobrushin import DEFAULT_ATOL, Engine, equality_condition
-from rollout_equality.reference import naive_condition
+from rollout_equality.condition.dobrushin import DEFAULT_ATOL, Engine, equality_condition
+from rollout_equality.condition.naive import naive_condition
 
 ENGINES = {
     "f64 thr": Engine(screen=False),

@@ -11,7 +11,7 @@ through rollout_equality.measure.measure_inputs), once analysing after each forw
 (sequential, the default of extraction.overlap on a CPU) and once analysing batch k while
 batch k + 1 runs (overlap, its default on a GPU; torch keeps one CPU thread then, so on a
 CPU the overlapped forward runs on one thread), both with the default engine (the float32 screen), and the
-sequential run again with the float64 sweep alone (``Engine(screen=False)`` of rollout_equality.dobrushin: the
+sequential run again with the float64 sweep alone (``Engine(screen=False)`` of rollout_equality.condition.dobrushin: the
 same records bit for bit), side by side; with --per-head, the sequential run again with every head's own
 analysis and the max and min fusions (config ``analysis``: the offline suite's setting). Prints the ratios to the
 forward alone (target ≤ 1.3× without --per-head's run), the rows of
@@ -32,11 +32,11 @@ import torch
 import yaml
 from _timing import interleaved_medians, table_row
 
-from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine
-from rollout_equality.heads import FUSIONS, OFF, HeadSettings
+from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine
+from rollout_equality.condition.heads import FUSIONS, OFF, HeadSettings
+from rollout_equality.config.schema import with_section_defaults
+from rollout_equality.config.settings import Condition, from_section
 from rollout_equality.measure import measure_inputs
-from rollout_equality.schema import with_section_defaults
-from rollout_equality.settings import Condition, from_section
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -53,7 +53,7 @@ def bundle(run: Path, out: Path, inputs: int) -> None:
     """Write the bundle ``run`` reads (see the module) from the prepared resources of the run in ``run``."""
     import yaml
 
-    from rollout_equality.schema import with_section_defaults
+    from rollout_equality.config.schema import with_section_defaults
 
     config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))
     if out.exists():
@@ -144,10 +144,10 @@ def _timed(extractor, device: str):
 
 
 def check_architectures(bundle_dir: Path, device: str, config: dict, batch: int, models: list[str] | None) -> dict:
-    from rollout_equality.data import load_inputs
-    from rollout_equality.extract import load
+    from rollout_equality.acquire.data import load_inputs
+    from rollout_equality.acquire.extract import load
+    from rollout_equality.config.settings import Condition, from_section
     from rollout_equality.measure import measure_inputs, read_model_info
-    from rollout_equality.settings import Condition, from_section
 
     condition = from_section(Condition, config["condition"])
     extraction = config["extraction"]
@@ -192,7 +192,7 @@ def check_ftt(bundle_dir: Path, device: str, config: dict, epochs: int, rows: in
     import numpy as np
     import torch
 
-    from rollout_equality.ftt import train_ftt
+    from rollout_equality.tabular.ftt import train_ftt
 
     training = config["tabular"]["training"]
     table = bundle_dir / "tabular" / TABLE
@@ -244,8 +244,8 @@ def run(
     import torch
     import yaml
 
-    from rollout_equality.compute import provenance, resolve_device
-    from rollout_equality.schema import with_section_defaults
+    from rollout_equality.config.schema import with_section_defaults
+    from rollout_equality.runtime.device import provenance, resolve_device
 
     device = resolve_device(device)
     config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))

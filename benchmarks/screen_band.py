@@ -6,7 +6,7 @@ For each model (config.yaml's entries: the trained MiniLM shipped on PyPI and th
 their published sizes) on a few offline inputs (pydoc topics for text, scikit-image photographs at
 224 px), and for FT-Transformer's first block (default architecture on breast_cancer rows, untrained and
 after a short training), prints per token set the share of pairs the screen re-checks in float64
-(rollout_equality._kernels.analyse_batch: the condition test of each layer, and κ of the rollout at each depth):
+(rollout_equality.condition.kernels.analyse_batch: the condition test of each layer, and κ of the rollout at each depth):
 median, share of matrices above 1 % and above the default engine's screen_max_work (where the rest of a batch
 falls back to the float64 sweep). The fallback is switched off here, so every matrix's own band is measured.
 A measurement script, not a test.
@@ -22,8 +22,8 @@ import numpy as np
 import torch
 import yaml
 
-from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine, _analyse, restrict
-from rollout_equality.schema import with_section_defaults
+from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine, _analyse, restrict
+from rollout_equality.config.schema import with_section_defaults
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,8 +48,8 @@ def shares(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def model_layers(name: str, spec: dict, n_inputs: int, tmp: Path, image_backend: str):
-    from rollout_equality.extract import load
-    from rollout_equality.models import prepare_model
+    from rollout_equality.acquire.extract import load
+    from rollout_equality.acquire.models import prepare_model
 
     info = prepare_model(name, spec, tmp / name, tmp / name / "model.json")
     ex = load(info, "cpu", max_tokens=256, image_backend=image_backend)
@@ -72,7 +72,7 @@ def ftt_layers(n_inputs: int, epochs: int):
     from rtdl_revisiting_models import FTTransformer
     from sklearn.datasets import load_breast_cancer
 
-    from rollout_equality.ftt import block_attention
+    from rollout_equality.tabular.ftt import block_attention
 
     X, y = load_breast_cancer(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)

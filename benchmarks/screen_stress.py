@@ -3,7 +3,7 @@
     python benchmarks/screen_stress.py [--seconds 60] [--seed 0] [--nmax 400] [--rounding up] [--flush-denormals]
 
 Four checks, each for about ``--seconds`` seconds, on the adversarial matrix families of
-tests/test_screening.py (near-ties, peaked rows, rows differing in one entry, near-uniform, one-hot, duplicate
+tests/condition/test_screening.py (near-ties, peaked rows, rows differing in one entry, near-uniform, one-hot, duplicate
 rows, float32 softmax), the screen forced on for every n and band (test_screening.ALWAYS_SCREEN: screen_min_n = 2,
 screen_max_work = inf):
 
@@ -35,8 +35,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
-import rollout_equality._kernels as K
-from rollout_equality.dobrushin import equality_condition, kappa
+import rollout_equality.condition.kernels as K
+from rollout_equality.condition.dobrushin import equality_condition, kappa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from test_screening import ALWAYS_SCREEN, FIELDS, FLOAT64, KINDS, SCALES, adversarial, rollout_products  # noqa: E402

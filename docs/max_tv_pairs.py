@@ -13,7 +13,7 @@ of inputs where the pair is mutually self-dominant, the mean diagonal over all r
 mean (the share of all attention that the most attended token receives). --out writes the same table as CSV
 (one row per model and layer, with the grid's side and the number of inputs); docs/results.md quotes the one
 kept in docs/offline/ (written with the defaults), so rerun this after the offline suite's inputs or models
-change, then `python -m rollout_equality.documents`.
+change, then `python -m tools.documents`.
 """
 
 import argparse
@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from rollout_equality.data import load_inputs
-from rollout_equality.dobrushin import pairwise_tv, restrict
-from rollout_equality.extract import load
-from rollout_equality.formats import write_csv
+from rollout_equality.acquire.data import load_inputs
+from rollout_equality.acquire.extract import load
+from rollout_equality.condition.dobrushin import pairwise_tv, restrict
+from rollout_equality.reporting.writers import write_csv
 
 REPO = Path(__file__).resolve().parents[1]
 

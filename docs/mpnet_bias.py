@@ -12,7 +12,7 @@ Reads all-mpnet-base-v2 and the pydoc segments the offline suite prepared (<reso
   with the extraction's ``max_tokens`` from config.yaml.
 
 docs/results.md quotes the copies kept in docs/offline/; rerun this after the offline suite's MPNet or inputs
-change, then ``python -m rollout_equality.documents``. tests/test_extract.py checks the bias table against the
+change, then ``python -m tools.documents``. tests/acquire/test_extract.py checks the bias table against the
 weights.
 """
 
@@ -25,10 +25,10 @@ import pandas as pd
 import torch
 import yaml
 
-from rollout_equality.data import load_inputs
-from rollout_equality.dobrushin import restrict
-from rollout_equality.extract import load
-from rollout_equality.formats import write_csv
+from rollout_equality.acquire.data import load_inputs
+from rollout_equality.acquire.extract import load
+from rollout_equality.condition.dobrushin import restrict
+from rollout_equality.reporting.writers import write_csv
 
 REPO = Path(__file__).resolve().parents[1]
 OFFSETS = (-1, 0, 1)

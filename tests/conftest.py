@@ -44,8 +44,8 @@ def shared_folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def quick_start_run(tmp_path_factory) -> TinyRun:
     """README's Quick start tiny run, as written, once per test session in a scratch clone: the offline suite and the
-    dynamics study of the tiny configuration on 2 cores. tests/test_commands.py checks it as the documented command;
-    tests/test_workflow.py reads its outputs (and reruns targets in it) as its 2-core run.
+    dynamics study of the tiny configuration on 2 cores. tests/repository/test_commands.py checks it as the documented command;
+    tests/workflow/test_workflow.py reads its outputs (and reruns targets in it) as its 2-core run.
 
     Once for all workers too: the first to ask runs it under a file lock and saves its result beside the clone; a
     worker asking meanwhile waits for the lock and reads that result (pytest-xdist's own recipe for a session
@@ -54,7 +54,7 @@ def quick_start_run(tmp_path_factory) -> TinyRun:
     from filelock import FileLock
     from scratch import scratch_clone
 
-    from rollout_equality.io import write_json
+    from rollout_equality.runtime.files import write_json
 
     shared = shared_folder(tmp_path_factory)
     clone, saved = shared / "quick_start" / "clone", shared / "quick_start" / "result.json"

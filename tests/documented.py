@@ -17,7 +17,8 @@ Whitespace inside a span is normalised (a span may wrap across lines).
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
+
 PROGRAMS = ("snakemake", "rollout-equality", "python", "python3", "pip", "pytest", "pre-commit")
 COMMAND = re.compile(r"^(?:\.venv/bin/)?(?:" + "|".join(map(re.escape, PROGRAMS)) + r")(?=\s|$)")
 OVERRIDE = re.compile(r"^--config(?:file)?[\s=]")

@@ -1,8 +1,8 @@
 """Tiny random models of every family, built and saved through the pipeline's own path.
 
-Each is built by :func:`rollout_equality.models.prepare_model` from a ``random_init``
+Each is built by :func:`rollout_equality.acquire.models.prepare_model` from a ``random_init``
 entry (as the offline suite's controls are) and loaded back from its directory by
-:func:`rollout_equality.extract.load`, the loader every model goes through.
+:func:`rollout_equality.acquire.extract.load`, the loader every model goes through.
 """
 
 import json
@@ -128,7 +128,7 @@ def roberta_tokenizer_dir(root: Path) -> str:
 
 def build(name: str, root: Path) -> dict:
     """Prepare tiny model ``name`` under ``root``; return its model.json contents."""
-    from rollout_equality.models import prepare_model
+    from rollout_equality.acquire.models import prepare_model
 
     backend, modality, spec, _ = FAMILIES[name]
     spec = {"seed": 0, "kwargs": {}, **spec}  # a random_init entry as the schema completes it

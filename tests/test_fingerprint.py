@@ -2,13 +2,11 @@
 libraries report it, and where two fingerprints part."""
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from rollout_equality.fingerprint import compare, digest
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def run(digests, reported=None):

@@ -7,7 +7,8 @@ workflow call it in a subprocess).
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
+
 RULE_FILES = sorted((REPO / "workflow/rules").glob("*.smk"))
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rollout_equality.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR
+from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR
 
 
 def _cmd_condition(args: argparse.Namespace) -> int:
-    from rollout_equality.dobrushin import equality_condition
+    from rollout_equality.condition.dobrushin import equality_condition
 
     path = Path(args.matrix)
     if path.suffix == ".npy":
@@ -36,9 +36,9 @@ def _cmd_condition(args: argparse.Namespace) -> int:
 
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
-    from rollout_equality.baseline import random_baseline
-    from rollout_equality.formats import write_csv
-    from rollout_equality.io import logging_to
+    from rollout_equality.condition.baseline import random_baseline
+    from rollout_equality.reporting.writers import write_csv
+    from rollout_equality.runtime.files import logging_to
 
     b, condition = _sections(args, "baseline", "condition")
     with logging_to(args.log):
@@ -50,9 +50,9 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
 def _cmd_prepare(args: argparse.Namespace) -> int:
     import yaml
 
-    from rollout_equality.config import with_defaults
-    from rollout_equality.data import prepare_data
-    from rollout_equality.io import logging_to
+    from rollout_equality.acquire.data import prepare_data
+    from rollout_equality.config.checks import with_defaults
+    from rollout_equality.runtime.files import logging_to
 
     spec = (
         yaml.safe_load(Path(args.spec).read_text()) if args.spec.endswith((".yaml", ".yml")) else json.loads(args.spec)
@@ -66,7 +66,7 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 def _cmd_measure(args: argparse.Namespace) -> int:
     """Measure a model on a prepared data set or on text / image files, through the workflow's own entry point
     (:func:`rollout_equality.measure.measure_and_write`), writing only ``--out`` and its rollout companion."""
-    from rollout_equality.job import code_path
+    from rollout_equality.runtime.prelude import code_path
 
     out = Path(args.out)
     rollout_out = out.with_name(out.name.removesuffix(".parquet") + ".rollout.parquet")  # beside it, as --out says
@@ -76,15 +76,15 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     # nothing above imports them, and code_path refuses once one of them is loaded.
     code_path(extraction.code_path)
 
-    from rollout_equality.compute import resolve_device
-    from rollout_equality.extract import load
-    from rollout_equality.io import logging_to
+    from rollout_equality.acquire.extract import load
     from rollout_equality.measure import measure, measure_and_write, model_record, resolve_overlap
+    from rollout_equality.runtime.device import resolve_device
+    from rollout_equality.runtime.files import logging_to
 
     with logging_to(args.log):
         modality = "text" if args.texts else "image" if args.images else None
         if args.data:
-            from rollout_equality.data import read_manifest
+            from rollout_equality.acquire.data import read_manifest
 
             modality = read_manifest(args.data)["modality"]
         name, info, rerun = _model(args, config, modality)
@@ -133,8 +133,8 @@ def _model(args: argparse.Namespace, config: dict, modality: str) -> tuple[str, 
     * a model folder (transformers or timm files) or ``package:MODULE``: described in memory, nothing written;
     * a hub id (``org/name``): downloaded at ``--revision`` into :func:`cache_dir`.
     """
+    from rollout_equality.acquire.models import file_records, package_distribution, prepare_model, resolve_local
     from rollout_equality.measure import check_model, read_model_info
-    from rollout_equality.models import file_records, package_distribution, prepare_model, resolve_local
 
     src = args.model
     folder = Path(src).expanduser()
@@ -246,7 +246,7 @@ def dataset_record(name: str, ids: list[str], inputs: list) -> dict:
     """The records' data set provenance for inputs given on the command line: their count and a SHA-256 over every
     input's id and content (text as UTF-8, images as shape and RGB pixels), as a prepared data set's manifest has
     it."""
-    from rollout_equality.data import image_sha256, manifest_sha256, sha256_bytes
+    from rollout_equality.acquire.data import image_sha256, manifest_sha256, sha256_bytes
 
     digests = [sha256_bytes(x.encode()) if isinstance(x, str) else image_sha256(x) for x in inputs]
     return {
@@ -272,9 +272,9 @@ _FLAGS = {  # the command-line flags that override a setting of config.yaml: (se
 
 def _sections(args: argparse.Namespace, *names: str, config: dict | None = None) -> list:
     """config.yaml's sections ``names`` (of ``--configfile``, read and validated once, the schema's defaults filled
-    in; or ``config``, read so already) as their records (rollout_equality.settings), with the values given on the
+    in; or ``config``, read so already) as their records (rollout_equality.config.settings), with the values given on the
     command line in place of the file's."""
-    from rollout_equality.settings import SECTIONS, from_section
+    from rollout_equality.config.settings import SECTIONS, from_section
 
     config = config if config is not None else load_config(args.configfile)
     records = []
@@ -289,14 +289,14 @@ def load_config(paths: list[str]) -> dict:
     """config.yaml files merged in order (as Snakemake's ``--configfile`` merges them), checked against the
     schema with its defaults filled in. A whole config (every section a workflow run requires: a project's
     config.yaml) is checked as a run checks it, its references too; anything less (an overlay alone, or no file at
-    all) is completed from the schema's defaults (:func:`rollout_equality.config.partial_config`)."""
+    all) is completed from the schema's defaults (:func:`rollout_equality.config.checks.partial_config`)."""
     from importlib import resources
 
     import yaml
     from snakemake.utils import update_config, validate
 
-    from rollout_equality.config import check_references, partial_config
-    from rollout_equality.schema import SCHEMA, node
+    from rollout_equality.config.checks import check_references, partial_config
+    from rollout_equality.config.schema import SCHEMA, node
 
     config: dict = {}
     for path in paths:
@@ -310,8 +310,8 @@ def load_config(paths: list[str]) -> dict:
 
 
 def _cmd_check_sources(args: argparse.Namespace) -> int:
-    from rollout_equality.io import logging_to
-    from rollout_equality.sources import SourcesDriftedError, run
+    from rollout_equality.acquire.sources import SourcesDriftedError, run
+    from rollout_equality.runtime.files import logging_to
 
     config = load_config(args.configfile)
     unknown = [s for s in args.suite if s not in config["suites"]]
@@ -329,7 +329,7 @@ def _cmd_check_sources(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rollout_equality.compare import ALPHA, compare
+    from rollout_equality.reporting.compare import ALPHA, compare
 
     result = compare(args.a, args.b, alpha=ALPHA if args.alpha is None else args.alpha)
     print(result.report())

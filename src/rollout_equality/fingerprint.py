@@ -2,7 +2,7 @@
 
 Two machines that give other tables from the same config part somewhere: in the prepared inputs, in one op of
 FT-Transformer's first training step, in a later step, or in the transformers' forward pass. The fingerprint
-records, for each CPU code path (:data:`rollout_equality.job.CODE_PATHS`) it is run on, the digests of
+records, for each CPU code path (:data:`rollout_equality.runtime.prelude.CODE_PATHS`) it is run on, the digests of
 
 * ``ftt``: UCI Adult prepared as the workflow prepares it (the arrays' digests); in the first training step of
   FT-Transformer (the config's recipe and seed 0, its batch size, in training mode: dropout on), the output of every
@@ -74,9 +74,9 @@ def ftt_digests(config: dict, steps: int, scratch: Path) -> list[list[str]]:
     after each of ``steps`` steps (see the module)."""
     import torch
 
-    from rollout_equality.config import resolved_tables
-    from rollout_equality.ftt import _inputs, _loss, build_model
-    from rollout_equality.tabular import load_raw, prepare_tabular
+    from rollout_equality.config.checks import resolved_tables
+    from rollout_equality.tabular.ftt import _inputs, _loss, build_model
+    from rollout_equality.tabular.prepare import load_raw, prepare_tabular
 
     spec = resolved_tables(config)[TABLE]
     raw, target = load_raw(TABLE, spec, scratch / "cache")
@@ -136,10 +136,10 @@ def transformer_digests(config: dict, scratch: Path) -> list[list[str]]:
     image model (see the module)."""
     import numpy as np
 
-    from rollout_equality.data import load_inputs, prepare_data
-    from rollout_equality.dobrushin import equality_condition
-    from rollout_equality.extract import load
-    from rollout_equality.models import prepare_model
+    from rollout_equality.acquire.data import load_inputs, prepare_data
+    from rollout_equality.acquire.extract import load
+    from rollout_equality.acquire.models import prepare_model
+    from rollout_equality.condition.dobrushin import equality_condition
 
     extraction = config["extraction"]
     rows = []
@@ -163,7 +163,7 @@ def reported() -> dict[str, str]:
     """What the libraries say they run in this process: torch's CPU capability and numba's target."""
     import torch
 
-    from rollout_equality.compute import numba_target
+    from rollout_equality.runtime.device import numba_target
 
     return {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "numba_target": numba_target()}
 
@@ -173,7 +173,7 @@ def _child(path: str, steps: str, parts: str, configfile: str, out: str) -> None
     a number, ``parts`` comma-separated): the job prelude first (threads and code path as the workflow's
     FT-Transformer jobs set them), then the digests."""
     from rollout_equality.cli import load_config
-    from rollout_equality.job import prelude
+    from rollout_equality.runtime.prelude import prelude
 
     config = load_config([configfile])
     prelude(config["tabular"]["training"]["threads"], path)
@@ -215,12 +215,12 @@ def fingerprint(
     path's fingerprint (:func:`run_path`)."""
     import torch
 
-    from rollout_equality.compute import cpu_model, versions
+    from rollout_equality.runtime.device import cpu_model, versions
 
     machine = {"cpu": cpu_model(), "native_capability": torch.backends.cpu.get_cpu_capability()}
     lock = Path(configfile).resolve().parent / "requirements/lock.txt"
     if lock.is_file():
-        from rollout_equality.environment import differences, lock_digest, read_pins
+        from rollout_equality.runtime.lock import differences, lock_digest, read_pins
 
         machine["lock"] = lock_digest(lock)
         wheels = lock.parent / "offline-data.txt"

@@ -14,14 +14,14 @@ from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
-from rollout_equality.compute import provenance, resolve_device
-from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine
-from rollout_equality.extract import Extractor, load
-from rollout_equality.heads import OFF, HeadSettings, analyse_head_inputs, write_head_records
-from rollout_equality.io import atomic_path, progress
-from rollout_equality.paths import MODEL_INFO
-from rollout_equality.records import TOKEN_SETS, analyse_inputs, write_records
-from rollout_equality.settings import Condition, Extraction
+from rollout_equality.acquire.extract import Extractor, load
+from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine
+from rollout_equality.condition.heads import OFF, HeadSettings, analyse_head_inputs, write_head_records
+from rollout_equality.condition.records import TOKEN_SETS, analyse_inputs, write_records
+from rollout_equality.config.paths import MODEL_INFO
+from rollout_equality.config.settings import Condition, Extraction
+from rollout_equality.runtime.device import provenance, resolve_device
+from rollout_equality.runtime.files import atomic_path, progress
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,9 @@ class Measured(NamedTuple):
     rollout_rows: list[dict]
     dump: dict[str, np.ndarray]
     head_rows: list[dict]
-    """The heads file's rows (:data:`rollout_equality.records.HEAD_SCHEMA`); none with the heads analysis off."""
+    """The heads file's rows (:data:`rollout_equality.condition.records.HEAD_SCHEMA`); none with the heads analysis off."""
     head_rollout_rows: list[dict]
-    """The fused rollouts' rows (:data:`rollout_equality.records.FUSION_ROLLOUT_SCHEMA`)."""
+    """The fused rollouts' rows (:data:`rollout_equality.condition.records.FUSION_ROLLOUT_SCHEMA`)."""
 
 
 def measure_inputs(
@@ -88,18 +88,18 @@ def measure_inputs(
 
     Returns a :class:`Measured`: layer rows, rollout rows, dumped attention of the first ``dump_inputs``
     inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``, and, where ``heads`` asks for them
-    (:class:`rollout_equality.heads.HeadSettings`), the per-head and fused rows (the extractor then keeps every
+    (:class:`rollout_equality.condition.heads.HeadSettings`), the per-head and fused rows (the extractor then keeps every
     head's attention: memory grows by the heads' count; the head-averaged rows are the same bit for bit).
     Memory stays bounded by two batches of attention maps.
 
     Threads, and what they decide: the forward pass runs on ``threads`` torch threads (on a CPU a reduction split
     over another number of threads adds in another order, so the config fixes it: ``extraction.threads``). The
     analysis of a batch runs on ``workers`` threads (default: the job's, ``os.cpu_count()`` capped by the thread
-    variables the job prelude sets), one task per input and token set (:func:`rollout_equality.records
+    variables the job prelude sets), one task per input and token set (:func:`rollout_equality.condition.records
     .analyse_inputs`), with torch on one thread meanwhile, so that the rollout products each run on one thread:
     the records are the same bit for bit for any number of workers (the compiled kernels give the same bits on
-    any number of threads; tests/test_extract.py checks the whole). ``engine``: how the analysis computes
-    (:class:`rollout_equality.dobrushin.Engine`; the records are the same with every engine).
+    any number of threads; tests/acquire/test_extract.py checks the whole). ``engine``: how the analysis computes
+    (:class:`rollout_equality.condition.dobrushin.Engine`; the records are the same with every engine).
 
     ``overlap``: analyse batch k on those workers while batch k + 1 runs through the network. Meant for
     a network on a GPU: torch keeps one CPU thread for the whole run (``threads`` is not used), which is the
@@ -224,10 +224,10 @@ def measure_and_write(
     ``rollout`` (each atomically), with one provenance for every records file of the project: the model and data set
     records as given, the condition's tolerances, the extraction (batching, ``settings`` such as the token limit,
     the preprocessing the extractor reports, how attention was read), and what decides the bits
-    (:func:`rollout_equality.compute.provenance`: device, torch's threads, CPU code path, library versions). The
+    (:func:`rollout_equality.runtime.device.provenance`: device, torch's threads, CPU code path, library versions). The
     attention of the first ``dump_inputs`` inputs goes to ``dump`` (self-describing: the figures label the heatmap
     from it). With ``heads_path`` (and ``heads_rollout_path``), the per-head and fused records that ``heads`` asks
-    for go there (:func:`rollout_equality.heads.write_head_records`; no rows where it asks for none), with the same
+    for go there (:func:`rollout_equality.condition.heads.write_head_records`; no rows where it asks for none), with the same
     provenance and the settings under ``analysis``; the layer and rollout records are the same bytes either way.
     Returns the rates of the condition per token set and logs them."""
     if (heads_path is None) != (heads_rollout_path is None):
@@ -320,7 +320,7 @@ def measure(
     The model's files and every input are checked against what was recorded when they were prepared before the model
     runs (a mismatch raises naming the file and what to run again: ``model_rerun``, or by default rule
     prepare_model; no records are written)."""
-    from rollout_equality.data import load_inputs, read_manifest
+    from rollout_equality.acquire.data import load_inputs, read_manifest
 
     manifest = read_manifest(data_dir)
     if manifest["modality"] != model_info["modality"]:
@@ -385,10 +385,10 @@ def measure(
 
 
 def check_model(model_info: dict[str, Any], rerun: str) -> None:
-    """Check a prepared model's files against what :func:`rollout_equality.models.prepare_model` recorded (each
+    """Check a prepared model's files against what :func:`rollout_equality.acquire.models.prepare_model` recorded (each
     file's size and modification time, and in full its SHA-256 when either changed): raises naming the first file
     that is missing or differs, and ``rerun``, what to run again."""
-    from rollout_equality.models import ModifiedFileError, verify_files
+    from rollout_equality.acquire.models import ModifiedFileError, verify_files
 
     what = f"model {model_info.get('name')!r}"
     if "files" not in model_info:
@@ -414,10 +414,10 @@ def model_record(model_info: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_model_info(path: str | os.PathLike) -> dict[str, Any]:
-    """The ``model.json`` written by :func:`rollout_equality.models.prepare_model`, its ``path`` located
-    (:func:`rollout_equality.models.located_path`: the recorded path is relative to the model.json's folder or to
+    """The ``model.json`` written by :func:`rollout_equality.acquire.models.prepare_model`, its ``path`` located
+    (:func:`rollout_equality.acquire.models.located_path`: the recorded path is relative to the model.json's folder or to
     an installed distribution)."""
-    from rollout_equality.models import located_path
+    from rollout_equality.acquire.models import located_path
 
     path = Path(path)
     if not path.exists():

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 from PIL import Image
 
-from rollout_equality.data import load_inputs, prepare_data, read_manifest
-from rollout_equality.data.images import stratified_sample
-from rollout_equality.io import resolve_path
+from rollout_equality.acquire.data import load_inputs, prepare_data, read_manifest
+from rollout_equality.acquire.data.images import stratified_sample
+from rollout_equality.runtime.files import resolve_path
 
 
 def test_pydoc_text_sample_is_deterministic(tmp_path):
@@ -84,7 +85,7 @@ def test_image_files_of_installed_distributions(tmp_path):
     """The offline photographs: files shipped inside scikit-image, scikit-learn and matplotlib, named by dist: paths."""
     import yaml
 
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
     files = config["datasets"]["offline_photos"]["source"]["files"]
     assert {f.split(":")[1] for f in files} == {"scikit-image", "scikit-learn", "matplotlib"}
     spec = {"modality": "image", "source": {"files": files[-3:]}, "n": 3, "seed": 0}
@@ -106,7 +107,7 @@ def imagenet_photos_files() -> list[str]:
 
     import yaml
 
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
     files = config["datasets"]["imagenet_photos"]["source"]["imagenet_files"]
     try:
         importlib.metadata.distribution("foolbox")
@@ -116,7 +117,7 @@ def imagenet_photos_files() -> list[str]:
 
 
 def test_imagenet_classes_come_from_torchvision_offline():
-    from rollout_equality.data.images import imagenet_class, imagenet_classes
+    from rollout_equality.acquire.data.images import imagenet_class, imagenet_classes
 
     classes = imagenet_classes()
     assert len(classes) == 1000 and classes[0] == "tench" and classes[999] == "toilet tissue"
@@ -220,7 +221,7 @@ def test_bad_sources(tmp_path):
 def test_an_image_of_the_same_pixels_in_another_shape_is_refused(tmp_path):
     """The same RGB bytes as a 20 × 30 image and as a 30 × 20 one hash differently: an image saved again in another
     shape is not taken for the one prepared."""
-    from rollout_equality.data import ModifiedInputError, image_sha256
+    from rollout_equality.acquire.data import ModifiedInputError, image_sha256
 
     pixels = np.random.default_rng(0).integers(0, 255, (20, 30, 3), dtype=np.uint8)
     assert image_sha256(pixels) != image_sha256(pixels.reshape(30, 20, 3))
@@ -237,7 +238,7 @@ def test_an_image_of_the_same_pixels_in_another_shape_is_refused(tmp_path):
 def test_a_manifest_whose_digest_is_not_its_items_is_refused(tmp_path):
     """The data set digest that records cite is recomputed from the items it lists: a manifest edited by hand (an
     item dropped, or the digest changed) names the manifest and the rule to rerun."""
-    from rollout_equality.data import ModifiedInputError
+    from rollout_equality.acquire.data import ModifiedInputError
 
     spec = {"modality": "text", "source": {"pydoc_topics": True}, "n": 4, "seed": 0, "min_words": 20, "max_words": 40}
     prepare_data("pydoc", spec, tmp_path)

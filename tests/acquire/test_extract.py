@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from conftest import REPO
 from models_tiny import FAMILIES, MINILM, build
 from PIL import Image
 from schema import CONDITION, EXTRACTION
 
-from rollout_equality.extract import NoAttentionError, load
-from rollout_equality.extract.transformers_backend import head_average
+from rollout_equality.acquire.extract import NoAttentionError, load
+from rollout_equality.acquire.extract.transformers_backend import head_average
+from rollout_equality.acquire.models import ModelUnavailableError, prepare_model
 from rollout_equality.measure import measure_inputs
-from rollout_equality.models import ModelUnavailableError, prepare_model
 
 TEXTS = ["The cat sat on the mat.", "Attention rollout multiplies the layers of a transformer together.", "Hi"]
 
@@ -155,7 +156,7 @@ def test_random_controls_draw_the_weights_saving_them_gave(name, built, tmp_path
     backend, _, spec, _ = FAMILIES[name]
     torch.manual_seed(info["random_init"]["seed"])
     if backend == "timm":
-        from rollout_equality.extract.timm_backend import load_timm, save_timm
+        from rollout_equality.acquire.extract.timm_backend import load_timm, save_timm
 
         model = timm.create_model(spec["timm_name"], pretrained=False, **spec.get("kwargs", {}))
         save_timm(model, spec["timm_name"], tmp_path, model_args=spec.get("kwargs", {}))
@@ -403,7 +404,7 @@ def test_mpnet_attention_is_the_softmax_the_model_uses_relative_position_bias_in
         assert not torch.allclose(b, torch.softmax(torch.log(b) - bias, dim=-1), atol=1e-3)  # the bias matters
 
 
-MPNET = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())["models"]["mpnet"]
+MPNET = yaml.safe_load((REPO / "config.yaml").read_text())["models"]["mpnet"]
 
 
 @pytest.mark.slow
@@ -440,7 +441,7 @@ def test_the_real_mpnet_from_its_wheels(tmp_path):
 
     import pandas as pd
 
-    docs = Path(__file__).resolve().parents[1] / "docs"
+    docs = REPO / "docs"
     spec = importlib.util.spec_from_file_location("mpnet_bias", docs / "mpnet_bias.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
@@ -449,7 +450,7 @@ def test_the_real_mpnet_from_its_wheels(tmp_path):
     with torch.inference_mode():  # the bias the attention adds, as mpnet_attention_by_hand reads it: offsets -1, 0, 1
         bias = model.encoder.compute_position_bias(model.embeddings(input_ids=torch.zeros((1, 3), dtype=torch.long)))
     assert np.allclose(bias[0, :, 1, :].numpy(), kept[["offset_-1", "offset_0", "offset_1"]].to_numpy(), atol=1e-5)
-    from rollout_equality.data import load_inputs, prepare_data
+    from rollout_equality.acquire.data import load_inputs, prepare_data
 
     spec = {"modality": "text", "source": {"pydoc_topics": True}, "n": 16, "seed": 0, "min_words": 20, "max_words": 100}
     prepare_data("pydoc", spec, tmp_path / "pydoc")
@@ -563,7 +564,7 @@ def test_each_layer_is_averaged_as_it_is_produced_and_equals_the_models_own_atte
 
 
 def test_attention_that_is_not_one_square_matrix_per_input_is_refused_naming_the_shape():
-    from rollout_equality.extract import square_attention
+    from rollout_equality.acquire.extract import square_attention
 
     ok = torch.zeros(2, 3, 5, 5)
     assert square_attention(ok, 2, "m", "Attn") is ok
@@ -622,7 +623,7 @@ def test_every_head_kept_beside_the_same_average(name, built, images):
     """With ``heads=True`` the extractor returns each head's attention of the input's own tokens beside the
     head average, which is the same bit for bit as without; the per-head and fused records come with the same
     head-averaged records."""
-    from rollout_equality.heads import HeadSettings
+    from rollout_equality.condition.heads import HeadSettings
 
     ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     inputs = TEXTS if FAMILIES[name][1] == "text" else images

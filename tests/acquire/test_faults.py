@@ -20,7 +20,7 @@ WEIGHTS = r"/resolve/[0-9a-f]{40}/model\.safetensors$"
 
 PREPARE = """
     import json, os, sys
-    from rollout_equality.models import ModelUnavailableError, prepare_model
+    from rollout_equality.acquire.models import ModelUnavailableError, prepare_model
     spec = {"backend": "transformers", "modality": "text", "hub": {"id": sys.argv[1], "revision": sys.argv[2]}}
     try:
         print(json.dumps({"info": prepare_model("distilbert_base", spec, "m", "m/model.json")}))

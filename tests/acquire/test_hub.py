@@ -8,8 +8,8 @@ import pytest
 import requests
 from huggingface_hub import errors as hf_errors
 
-from rollout_equality import hub
-from rollout_equality.data import _config_patterns, _split_patterns
+from rollout_equality.acquire import hub
+from rollout_equality.acquire.data import _config_patterns, _split_patterns
 
 # File lists of real repositories (public evidence: the hub's file pages and projects that pin them).
 ROBERTA_BASE = [

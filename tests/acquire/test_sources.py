@@ -1,16 +1,13 @@
 """check_sources without a hub: which sources a suite needs, how each failure is named, what the report says.
-(Against real replicas served by olah: tests/test_rehearsal.py.)"""
-
-from pathlib import Path
+(Against real replicas served by olah: tests/workflow/test_rehearsal.py.)"""
 
 import httpx2
 import pytest
+from conftest import REPO
 from huggingface_hub import errors as hf_errors
 
-from rollout_equality import hub, sources
+from rollout_equality.acquire import hub, sources
 from rollout_equality.cli import load_config, main
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +33,7 @@ def _response(status: int, code: str | None = None) -> httpx2.Response:
 
 
 def test_every_problem_is_listed_at_once_each_with_what_to_do(config, monkeypatch):
-    from rollout_equality.data import DataUnavailableError
+    from rollout_equality.acquire.data import DataUnavailableError
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(sources, "_main_commit", lambda repo_id, repo_type: None)

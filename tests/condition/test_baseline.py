@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 from schema import CONDITION
 
-from rollout_equality.baseline import COLUMNS, random_baseline, random_stochastic, wilson_interval
+from rollout_equality.condition.baseline import COLUMNS, random_baseline, random_stochastic, wilson_interval
 
 
 def test_table_shape_and_columns():
@@ -77,13 +78,12 @@ def test_the_paper_baseline_claim_holds():
     estimates pin the claim down. Measured here: about 29% at n = 5, 25–26% from
     n = 16 up (n = 3 and 4 lie above the range: 33% and 31%).
     """
-    from pathlib import Path
 
     import yaml
 
-    from rollout_equality.config import baseline_claim
+    from rollout_equality.config.checks import baseline_claim
 
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
     claim = baseline_claim(config["claims"])
     ns = [n for n in (5, 16, 64, 256) if n >= claim["min_n"]]
     df = random_baseline(ns, trials=8000, seed=2024, chunk_size=256, atol=CONDITION.atol, show_progress=False)

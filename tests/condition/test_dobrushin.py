@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from rollout_equality.dobrushin import (
+from rollout_equality.condition.dobrushin import (
     DEFAULT_ATOL,
     check_stochastic,
     equality_condition,
@@ -15,7 +15,7 @@ from rollout_equality.dobrushin import (
     restrict,
     rollout,
 )
-from rollout_equality.reference import naive_condition, naive_tv
+from rollout_equality.condition.naive import naive_condition, naive_tv
 
 EPS = 1e-12  # float64 rounding allowance for the inequalities
 
@@ -176,7 +176,7 @@ def test_exact_identity_for_every_pair():
 
 def _tv_of_half(A, B, tv_a):
     """TV of the rows of B = ½(I + A) for i < j, each from the sweep's TV^A_ij by the kernels' _tv_half."""
-    from rollout_equality._kernels import _tv_half
+    from rollout_equality.condition.kernels import _tv_half
 
     n = len(A)
     tv_b = np.zeros((n, n))
@@ -191,7 +191,7 @@ def _tv_of_half(A, B, tv_a):
 def test_one_sweep_gives_both_tv_matrices(n, alpha):
     """TV of B = ½(I + A) from the sweep over A (_tv_half) equals B's TV computed from B's rows alone (every tile
     shape)."""
-    from rollout_equality._kernels import upper_tv
+    from rollout_equality.condition.kernels import upper_tv
 
     A = dirichlet(n, n + int(10 * alpha), alpha=alpha)
     B = 0.5 * (np.eye(n) + A)
@@ -332,7 +332,7 @@ def test_results_do_not_depend_on_thread_count(tmp_path):
     import sys
 
     code = (
-        "import numpy as np, sys; from rollout_equality.dobrushin import pairwise_tv;"
+        "import numpy as np, sys; from rollout_equality.condition.dobrushin import pairwise_tv;"
         "A=np.random.default_rng(0).dirichlet(np.ones(301), size=301);"
         "sys.stdout.buffer.write(pairwise_tv(A).tobytes())"
     )
@@ -498,7 +498,7 @@ def _all_pairs(A, tv, atol):
 @pytest.mark.parametrize("atol", [0.0, 1e-9, 1e-3, 0.05, 0.5])
 def test_candidate_rows_give_the_all_pairs_answer(atol):
     """The count and witness look only at rows within 2·atol of κ: the same answer as every pair."""
-    from rollout_equality._kernels import upper_tv
+    from rollout_equality.condition.kernels import upper_tv
 
     rng = np.random.default_rng(5)
     mats = [
@@ -549,8 +549,8 @@ def test_restrict_sums_each_row_in_order(n):
 def test_serial_engine_gives_the_parallel_answers_bit_for_bit(n):
     """A serial engine runs the serial twins of the kernels; the results are the parallel kernels' exactly (each
     pair's sum is taken in the same order either way)."""
-    import rollout_equality._kernels as K
-    from rollout_equality.dobrushin import Engine, _kernel, rollout_kappa
+    import rollout_equality.condition.kernels as K
+    from rollout_equality.condition.dobrushin import Engine, _kernel, rollout_kappa
 
     A = dirichlet(n, n, alpha=0.2, batch=(4,))
     keep = np.arange(n) % 4 != 0 if n > 1 else np.ones(1, bool)
@@ -576,7 +576,7 @@ def test_engines_are_per_call_not_process_wide():
     pairs, or -1 for the float64 sweep alone) and the same results."""
     import threading
 
-    from rollout_equality.dobrushin import Engine, _analyse
+    from rollout_equality.condition.dobrushin import Engine, _analyse
 
     A = dirichlet(96, 1, alpha=1.0, batch=(3,))
     engines = [Engine(serial=True), Engine(screen=False, serial=True), Engine(screen_min_n=100, serial=True)]
@@ -603,7 +603,7 @@ def test_engines_are_per_call_not_process_wide():
 
 
 def test_engine_settings_are_checked():
-    from rollout_equality.dobrushin import Engine
+    from rollout_equality.condition.dobrushin import Engine
 
     with pytest.raises(ValueError, match="screen_min_n"):
         Engine(screen_min_n=0)
@@ -614,7 +614,7 @@ def test_engine_settings_are_checked():
 
 
 def test_half_identity_is_numpys_half_of_identity_plus_a():
-    import rollout_equality._kernels as K
+    import rollout_equality.condition.kernels as K
 
     for n in (1, 7, 257):
         A = dirichlet(n, n, alpha=0.1, batch=(3,))

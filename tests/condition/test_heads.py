@@ -1,13 +1,13 @@
-"""The condition per attention head and under head fusions (rollout_equality.heads)."""
+"""The condition per attention head and under head fusions (rollout_equality.condition.heads)."""
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 
-from rollout_equality.dobrushin import equality_condition, restrict, rollout
-from rollout_equality.heads import (
+from rollout_equality.condition.dobrushin import equality_condition, restrict, rollout
+from rollout_equality.condition.heads import (
     FUSION_ROLLOUT_SCHEMA,
     HEAD_SCHEMA,
     HeadSettings,
@@ -15,7 +15,7 @@ from rollout_equality.heads import (
     fuse,
     write_head_records,
 )
-from rollout_equality.records import analyse_inputs, read_metadata, read_records
+from rollout_equality.condition.records import analyse_inputs, read_metadata, read_records
 
 FIELDS = ("holds", "holds_direct", "kappa", "kappa_half", "bound", "slack", "n_max_pairs", "witness_i", "witness_j")
 ALL = HeadSettings(per_head=True, fusions=("mean", "max", "min"))
@@ -167,9 +167,9 @@ def test_config_resolves_the_analysis_per_experiment_suite_and_default():
 
     import yaml
 
-    from rollout_equality.config import check_analysis, run_analysis, suite_analyses
+    from rollout_equality.config.checks import check_analysis, run_analysis, suite_analyses
 
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
     check_analysis(config)
     on = {"per_head": True, "fusions": ["mean", "max", "min"]}
     assert run_analysis(config, "minilm", "pydoc_topics") == on  # the offline suite's

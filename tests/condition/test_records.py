@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from rollout_equality.dobrushin import equality_condition, restrict, rollout
-from rollout_equality.records import (
+from rollout_equality.condition.dobrushin import equality_condition, restrict, rollout
+from rollout_equality.condition.records import (
     LAYER_SCHEMA,
     ROLLOUT_SCHEMA,
     analyse_input,
@@ -105,8 +105,8 @@ def test_the_records_provenance_names_what_was_measured_not_where_it_lay():
 
 
 def test_every_column_is_described_once_and_docs_outputs_lists_them():
-    from rollout_equality.documents import outputs
-    from rollout_equality.records import COLUMNS, SCHEMAS
+    from rollout_equality.condition.records import COLUMNS, SCHEMAS
+    from tools.documents import outputs
 
     assert set(COLUMNS) == {name for schema in SCHEMAS.values() for name in schema.names}
     table = outputs.records_table().splitlines()

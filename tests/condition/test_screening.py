@@ -1,7 +1,7 @@
 """The float32-screened sweep gives the float64 sweep's records bit for bit.
 
 Every comparison runs the same matrices through the default engine (the screen) and through the float64 sweep
-alone (``Engine(screen=False)``, :class:`rollout_equality.dobrushin.Engine`) and asks for identical bits: κ,
+alone (``Engine(screen=False)``, :class:`rollout_equality.condition.dobrushin.Engine`) and asks for identical bits: κ,
 κ(½(I+A)), slack, counts, witnesses, holds, holds_direct, κ of the rollout products. The screen is also forced on
 for every size and band (:data:`ALWAYS_SCREEN`: ``screen_min_n = 2``, ``screen_max_work = inf``), so that no
 fallback to the float64 sweep hides a wrong re-check.
@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import rollout_equality._kernels as K
-from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine, _analyse, equality_condition, kappa
+import rollout_equality.condition.kernels as K
+from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine, _analyse, equality_condition, kappa
 
 FIELDS = ("kappa", "kappa_half", "bound", "slack", "n_max_pairs", "witness", "holds", "holds_direct")
 
@@ -339,11 +340,11 @@ def test_the_screen_re_checks_as_the_sweep_whichever_kernel_came_from_the_cache(
     engines are one kernel now; its serial twin and its parallel form are two compilations, cached apart."""
     from hub_rehearsal.rehearse import python
 
-    tests = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent  # this module, and conftest's folder above it
     env = {
         **os.environ,
         "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
-        "PYTHONPATH": os.pathsep.join([str(tests), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "PYTHONPATH": os.pathsep.join([str(here), str(here.parent), *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
     first = python(CACHE_HISTORY, env, tmp_path, "f64")
     second = python(CACHE_HISTORY, env, tmp_path, "both")
@@ -373,9 +374,9 @@ def test_serial_twins_screen_as_the_parallel_kernels():
 
 
 def _records_both_ways(extractor, inputs):
-    """The layer and rollout records of each input (rollout_equality.records.analyse_inputs, what rule measure
+    """The layer and rollout records of each input (rollout_equality.condition.records.analyse_inputs, what rule measure
     runs after each forward pass), screened and float64-only, from one forward pass."""
-    from rollout_equality.records import analyse_inputs
+    from rollout_equality.condition.records import analyse_inputs
 
     with torch_inference():
         batch = extractor(inputs)
@@ -397,8 +398,8 @@ def test_real_minilm_records_are_the_float64_records(tmp_path, monkeypatch):
 
     from models_tiny import MINILM
 
-    from rollout_equality.extract import load
-    from rollout_equality.models import prepare_model
+    from rollout_equality.acquire.extract import load
+    from rollout_equality.acquire.models import prepare_model
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     spec = {"backend": "transformers", "modality": "text", "local": MINILM}
@@ -412,16 +413,15 @@ def test_real_minilm_records_are_the_float64_records(tmp_path, monkeypatch):
 def test_untrained_control_records_are_the_float64_records(tmp_path):
     """The offline suite's untrained DINOv2-S control (config.yaml, published size) at 224 px: n = 257, the
     size the overhead target is set at; random weights give nearly uniform attention."""
-    from pathlib import Path
 
     import skimage.data
     import yaml
     from PIL import Image
 
-    from rollout_equality.extract import load
-    from rollout_equality.models import prepare_model
+    from rollout_equality.acquire.extract import load
+    from rollout_equality.acquire.models import prepare_model
 
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
     spec = config["models"]["dinov2_small_random"]
     ex = load(
         prepare_model("dinov2_small_random", spec, tmp_path, tmp_path / "d" / "model.json"), "cpu", image_backend="pil"
@@ -439,7 +439,7 @@ def test_ft_transformer_first_block_is_the_float64_answer():
     from rtdl_revisiting_models import FTTransformer
     from sklearn.datasets import load_breast_cancer
 
-    from rollout_equality.ftt import block_attention
+    from rollout_equality.tabular.ftt import block_attention
 
     X = load_breast_cancer().data
     x = torch.tensor((X - X.mean(0)) / X.std(0), dtype=torch.float32)

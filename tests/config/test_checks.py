@@ -1,16 +1,16 @@
-"""Cross-references of config.yaml that the schema cannot check (rollout_equality.config)."""
+"""Cross-references of config.yaml that the schema cannot check (rollout_equality.config.checks)."""
 
 import copy
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO
 from snakemake.utils import validate
 
-from rollout_equality import schema
-from rollout_equality.config import check_references
+from rollout_equality.config import schema
+from rollout_equality.config.checks import check_references
 
-REPO = Path(__file__).resolve().parents[1]
 SCHEMA = str(schema.SCHEMA)  # the library's package data, which the workflow validates against
 
 
@@ -98,7 +98,7 @@ def test_a_reference_to_nothing_valid_names_the_entry(mutate, message):
 
 
 def test_ablation_tables_change_only_what_their_setting_names():
-    from rollout_equality.config import resolved_tables
+    from rollout_equality.config.checks import resolved_tables
 
     tables = resolved_tables(SHIPPED)
     ablation = SHIPPED["tabular"]["ablation"]
@@ -118,7 +118,7 @@ def test_ablation_tables_change_only_what_their_setting_names():
 
 def test_an_entry_is_completed_with_the_schema_defaults_for_the_command_line(tmp_path, capsys):
     from rollout_equality.cli import main
-    from rollout_equality.config import with_defaults
+    from rollout_equality.config.checks import with_defaults
 
     spec = {"modality": "text", "source": {"pydoc_topics": True}, "n": 3, "seed": 0}
     full = with_defaults("datasets", "t", spec)
@@ -153,7 +153,7 @@ def test_an_entry_is_completed_with_the_schema_defaults_for_the_command_line(tmp
 
 def test_the_librarys_enumerations_are_the_schemas():
     """The library checks its arguments against the schema's enums (stated there only), not copies of them."""
-    from rollout_equality.schema import choices
+    from rollout_equality.config.schema import choices
 
     assert choices("$defs", "binary_head") == ("one_logit", "two_logits")
     assert choices("properties", "extraction", "properties", "image_backend") == ("pil", "torchvision")

@@ -1,14 +1,14 @@
-"""Every path template and output key is stated once, in rollout_equality.paths; the rules and the library use it."""
+"""Every path template and output key is stated once, in rollout_equality.config.paths; the rules and the library use it."""
 
 import ast
 import re
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
-from rollout_equality import paths
+from rollout_equality.config import paths
 
-REPO = Path(__file__).resolve().parents[1]
 LIBRARY = REPO / "src/rollout_equality"
 TOP_FOLDERS = re.compile(r"(?<![\w.-])(resources|results)/")
 
@@ -29,7 +29,7 @@ def docstrings(tree: ast.AST) -> set[int]:
 )
 def test_the_library_types_no_path_of_the_workflow(module):
     """No string the library computes with names resources/ or results/: paths come from the rule (or from
-    rollout_equality.paths, for the messages that name a target)."""
+    rollout_equality.config.paths, for the messages that name a target)."""
     tree = ast.parse((LIBRARY / module).read_text())
     prose = docstrings(tree)
     literals = [
@@ -38,11 +38,11 @@ def test_the_library_types_no_path_of_the_workflow(module):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
         if TOP_FOLDERS.search(node.value)
     ]
-    assert not literals, f"{module}: path literals {literals} (state them in rollout_equality.paths)"
+    assert not literals, f"{module}: path literals {literals} (state them in rollout_equality.config.paths)"
 
 
 def test_the_rules_state_no_path_template_of_their_own():
-    """The .smk files and the Snakefile name every file through rollout_equality.paths (logs and benchmarks with
+    """The .smk files and the Snakefile name every file through rollout_equality.config.paths (logs and benchmarks with
     log_path / benchmark_path): no path literal is left."""
     for smk in [REPO / "Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk"))]:
         for lineno, line in enumerate(smk.read_text().splitlines(), 1):
@@ -53,8 +53,10 @@ def test_the_rules_state_no_path_template_of_their_own():
 
 
 def test_the_output_keys_are_the_ones_the_library_checks():
-    from rollout_equality import ablation, figures, tables
     from rollout_equality.dynamics import report
+    from rollout_equality.reporting import figures
+    from rollout_equality.reporting import ftt_ablation as ablation
+    from rollout_equality.reporting import suite_tables as tables
 
     assert tables.SUITE_TABLES is paths.SUITE_TABLES and ablation.ABLATION_FILES is paths.FTT_ABLATION
     assert report.SIMULATION_FILES is paths.SIMULATIONS and figures.SUITE_FIGURES is paths.FIGURE_NAMES

@@ -1,4 +1,4 @@
-"""The typed config sections (rollout_equality.settings): each record follows its section of the schema, bad
+"""The typed config sections (rollout_equality.config.settings): each record follows its section of the schema, bad
 sections are named, and the library's workflow-level functions take settings without defaults of their own."""
 
 import dataclasses
@@ -8,8 +8,11 @@ import pytest
 import yaml
 from schema import SCHEMA, validated
 
-from rollout_equality import baseline, extract, ftt, measure
-from rollout_equality.settings import SECTIONS, Condition, Extraction, from_section
+from rollout_equality import measure
+from rollout_equality.acquire import extract
+from rollout_equality.condition import baseline
+from rollout_equality.config.settings import SECTIONS, Condition, Extraction, from_section
+from rollout_equality.tabular import ftt
 
 
 @pytest.mark.parametrize("section", sorted(SECTIONS))

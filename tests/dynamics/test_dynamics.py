@@ -9,10 +9,10 @@ import torch
 from models_tiny import MINILM
 from schema import TINY, validated
 
+from rollout_equality.acquire.models import prepare_model, resolve_local
 from rollout_equality.dynamics import albert as al
 from rollout_equality.dynamics import sphere as dy
 from rollout_equality.dynamics.consensus import EXPERIMENTS, build_heads, run_experiment
-from rollout_equality.models import prepare_model, resolve_local
 
 ETA, BETA = 0.2, 1.0
 
@@ -340,8 +340,8 @@ def test_unroll_albert_checks_its_model_files_and_records_what_decides_the_bits(
     and nothing is written) and gives its outputs the provenance the other outputs have."""
     import json
 
-    from rollout_equality.data import prepare_data
-    from rollout_equality.models import ModifiedFileError
+    from rollout_equality.acquire.data import prepare_data
+    from rollout_equality.acquire.models import ModifiedFileError
 
     spec = {
         "backend": "transformers",

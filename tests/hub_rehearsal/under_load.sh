@@ -13,7 +13,7 @@ runs=${1:-5}
 shift || true
 selection=("$@")
 if [ ${#selection[@]} -eq 0 ]; then
-    selection=(tests/test_rehearsal.py::test_check_sources_names_exactly_the_sources_that_drifted)
+    selection=(tests/workflow/test_rehearsal.py::test_check_sources_names_exactly_the_sources_that_drifted)
 fi
 pytest=${PYTEST:-.venv/bin/pytest}
 logs=${LOAD_LOGS:-$(mktemp -d)}

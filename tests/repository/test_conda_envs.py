@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO
 from workflow_rules import rules
 
-REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 SCRIPTS = REPO / "workflow/scripts"
 
@@ -180,7 +180,7 @@ def test_the_environments_list_exactly_the_projects_dependencies_at_the_locks_ve
     (which satisfies pyproject's bound), and Python at the lock's minor version."""
     from packaging.specifiers import SpecifierSet
 
-    from rollout_equality.environment import read_pins
+    from rollout_equality.runtime.lock import read_pins
 
     lock = read_pins(REPO / "requirements/lock.txt")
     lock_python = re.search(r"--python-version (\S+)", (REPO / "requirements/lock.txt").read_text()).group(1)

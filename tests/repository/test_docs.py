@@ -3,7 +3,7 @@ image resolves, every figure's text reads at the size a page shows it, and no te
 docs/ types a number the kept outputs give, a commit, or what config.yaml states of a network source.
 
 README.md, docs/configuration.md, docs/results.md, docs/dynamics.md and docs/reproducing-the-paper.md are generated
-by ``python -m rollout_equality.documents`` (tests/test_documents.py tests the generator itself): a changed schema,
+by ``python -m tools.documents`` (tests/repository/test_documents.py tests the generator itself): a changed schema,
 kept output, config or template fails here until it is run. README.md and docs/*.md are rendered once with
 python-markdown and every local link and image in the HTML is checked.
 """
@@ -18,10 +18,11 @@ import markdown
 import pytest
 import yaml
 
-from rollout_equality import documents, figures
-from rollout_equality.documents import kept
-from rollout_equality.documents.reproducing import INPUTS
-from rollout_equality.schema import SCHEMA
+from rollout_equality.config.schema import SCHEMA
+from rollout_equality.reporting import figures
+from tools import documents
+from tools.documents import kept
+from tools.documents.reproducing import INPUTS
 
 REPO = kept.REPO
 DOCUMENTS = [REPO / "README.md", REPO / "CHANGELOG.md", REPO / "benchmarks" / "README.md"] + sorted(
@@ -150,8 +151,8 @@ def test_commit_like_finds_a_typed_commit():
 def source_facts() -> dict[str, list[str]]:
     """What config.yaml states of every network source of every suite, by entry: the hub id, the pinned revision
     (and its first 8 and 12 hex digits), a data set's file patterns, input count and seed, an OpenML id."""
-    from rollout_equality.data import _split_patterns
-    from rollout_equality.sources import network_sources
+    from rollout_equality.acquire.data import _split_patterns
+    from rollout_equality.acquire.sources import network_sources
 
     config = kept.load_config()
     facts: dict[str, list[str]] = {}
@@ -183,7 +184,7 @@ def test_templates_type_no_pin_or_source_of_the_config(name):
 def test_reproducing_the_paper_states_every_source_of_the_paper_suite():
     """docs/reproducing-the-paper.md has a row for each network source of the paper suite with its id, pin (12 hex
     digits), file patterns, input count and seed."""
-    from rollout_equality.sources import network_sources
+    from rollout_equality.acquire.sources import network_sources
 
     doc = (REPO / "docs" / "reproducing-the-paper.md").read_text()
     facts = source_facts()

@@ -1,5 +1,5 @@
 """The repository keeps its promises: README commands, CI, every rule logs and names its environment
-(what the environments hold: tests/test_conda_envs.py)."""
+(what the environments hold: tests/repository/test_conda_envs.py)."""
 
 import os
 import re
@@ -7,9 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import REPO
 from documented import ci_runs
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def readme_commands() -> list[str]:
@@ -20,7 +19,7 @@ def readme_commands() -> list[str]:
 
 def test_quick_start_installs_shows_a_result_runs_the_offline_suite_and_ci_runs_its_test_command():
     """Quick start: install, the tiny run, the offline suite, the tests, the check against the kept run; CI runs the
-    tests as written, and the first command is their install (what each command does is tests/test_commands.py's)."""
+    tests as written, and the first command is their install (what each command does is tests/repository/test_commands.py's)."""
     commands = readme_commands()
     assert len(commands) == 5 and all("\n" not in c for c in commands)
     install, tiny, offline, install_and_test, compare = commands

@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -77,10 +76,10 @@ def run(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
 def test_the_installed_wheel_measures_a_copied_model_and_data_set_as_the_workflow_does(installed, tmp_path):
     from models_tiny import build
 
-    from rollout_equality.config import partial_config, with_defaults
-    from rollout_equality.data import prepare_data
+    from rollout_equality.acquire.data import prepare_data
+    from rollout_equality.config.checks import partial_config, with_defaults
+    from rollout_equality.config.settings import Condition, Extraction, from_section
     from rollout_equality.measure import measure, read_model_info
-    from rollout_equality.settings import Condition, Extraction, from_section
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -115,7 +114,7 @@ def test_the_installed_wheel_measures_a_copied_model_and_data_set_as_the_workflo
 
 @pytest.mark.slow
 def test_the_installed_wheel_tests_a_matrix_and_says_how_to_use_it_outside_a_checkout(installed, tmp_path):
-    from rollout_equality.dobrushin import equality_condition
+    from rollout_equality.condition.dobrushin import equality_condition
 
     A = np.array([[0.6, 0.4, 0.0], [0.2, 0.5, 0.3], [0.0, 0.3, 0.7]])
     np.save(tmp_path / "a.npy", A)

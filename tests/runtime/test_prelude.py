@@ -1,4 +1,4 @@
-"""One job prelude (rollout_equality.job): every rule's script calls it first, but the downloads'."""
+"""One job prelude (rollout_equality.runtime.prelude): every rule's script calls it first, but the downloads'."""
 
 import ast
 import json
@@ -17,7 +17,7 @@ def prelude_call(script) -> tuple[ast.Call | None, list[str]]:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             if getattr(node.value.func, "id", None) == "prelude":
                 return node.value, before
-        if isinstance(node, ast.ImportFrom) and node.module != "rollout_equality.job":
+        if isinstance(node, ast.ImportFrom) and node.module != "rollout_equality.runtime.prelude":
             before.append(node.module)
         if isinstance(node, ast.Import):
             before += [a.name for a in node.names if a.name != "_checkout"]
@@ -37,7 +37,9 @@ def test_every_rule_runs_the_prelude_first_but_the_downloads(rule):
         assert rule in localrules(), f"{rule} downloads: it must be a local rule (compute nodes may have no network)"
         assert call is None, f"{rule} downloads: its script must not go offline"
         return
-    assert call is not None, f"rule {rule}: {SCRIPTED[rule].name} does not call rollout_equality.job.prelude"
+    assert call is not None, (
+        f"rule {rule}: {SCRIPTED[rule].name} does not call rollout_equality.runtime.prelude.prelude"
+    )
     assert not [m for m in before if m and m.startswith("rollout_equality")], f"{rule}: library imported first"
     arguments = [ast.unparse(a) for a in call.args]
     fixed = {  # rules whose bits depend on torch's threads and code path run on those the config fixes
@@ -52,7 +54,7 @@ def test_every_rule_runs_the_prelude_first_but_the_downloads(rule):
 def test_the_prelude_sets_offline_and_thread_counts_in_a_fresh_process():
     code = (
         "import os, json, torch\n"
-        "from rollout_equality.job import prelude\n"
+        "from rollout_equality.runtime.prelude import prelude\n"
         "prelude(3)\n"
         "import numba\n"
         "keys = ('HF_HUB_OFFLINE', 'HF_DATASETS_OFFLINE', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS')\n"
@@ -65,14 +67,14 @@ def test_the_prelude_sets_offline_and_thread_counts_in_a_fresh_process():
 
 
 def test_the_prelude_refuses_to_run_after_numba_is_imported():
-    code = "import numba\nfrom rollout_equality.job import prelude\nprelude(2)\n"
+    code = "import numba\nfrom rollout_equality.runtime.prelude import prelude\nprelude(2)\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode != 0 and "numba imported before the job prelude" in res.stderr
 
 
 @pytest.mark.parametrize("threads", [0, -1, 1.5, True, "2"])
 def test_the_prelude_refuses_a_bad_thread_count(threads):
-    from rollout_equality.job import prelude
+    from rollout_equality.runtime.prelude import prelude
 
     with pytest.raises(ValueError, match="at least 1 thread"):
         prelude(threads)
@@ -84,7 +86,7 @@ def test_the_prelude_fixes_the_cpu_code_path_before_torch_starts():
     environment's choice alone."""
     code = (
         "import json, os\n"
-        "from rollout_equality.job import prelude\n"
+        "from rollout_equality.runtime.prelude import prelude\n"
         "import sys\n"
         "prelude(1, sys.argv[1])\n"
         "import torch\n"
@@ -104,12 +106,12 @@ def test_the_prelude_fixes_the_cpu_code_path_before_torch_starts():
     assert found["native"] == ["AVX2", ["avx2", None, "AVX512_CORE", None]]  # the environment's, untouched
 
 
-@pytest.mark.parametrize("first", ["torch", "numba", "rollout_equality._kernels"])
+@pytest.mark.parametrize("first", ["torch", "numba", "rollout_equality.condition.kernels"])
 def test_the_code_path_is_refused_once_torch_numba_or_the_kernels_have_started_and_when_unknown(first):
-    code = f"import {first}\nfrom rollout_equality.job import code_path\ncode_path('compatible')\n"
+    code = f"import {first}\nfrom rollout_equality.runtime.prelude import code_path\ncode_path('compatible')\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode != 0 and f"{first} imported before code_path 'compatible'" in res.stderr
-    from rollout_equality.job import code_path
+    from rollout_equality.runtime.prelude import code_path
 
     with pytest.raises(ValueError, match="code_path must be one of"):
         code_path("sse2")

@@ -8,10 +8,16 @@ import pytest
 import torch
 from schema import REPO, validated
 
-from rollout_equality.ftt import _inputs, block_attention, build_model, load_trained, measure_ftt, train_ftt
-from rollout_equality.records import read_records
-from rollout_equality.settings import Condition
-from rollout_equality.tabular import TableUnavailableError, load_prepared, load_raw, prepare_tabular, split_indices
+from rollout_equality.condition.records import read_records
+from rollout_equality.config.settings import Condition
+from rollout_equality.tabular.ftt import _inputs, block_attention, build_model, load_trained, measure_ftt, train_ftt
+from rollout_equality.tabular.prepare import (
+    TableUnavailableError,
+    load_prepared,
+    load_raw,
+    prepare_tabular,
+    split_indices,
+)
 
 ADULT = {
     "task": "binclass",
@@ -79,7 +85,7 @@ def test_shipped_adult_is_split_as_the_reference(tmp_path):
     validation: Gorishniy et al.'s 26,048 / 6,513 / 16,281 rows."""
     import yaml
 
-    from rollout_equality.config import resolved_tables
+    from rollout_equality.config.checks import resolved_tables
 
     entry = resolved_tables(validated(tabular=yaml.safe_load((REPO / "config.yaml").read_text())["tabular"]))[
         "adult_uci"
@@ -297,7 +303,7 @@ def test_an_edited_table_stops_measuring_naming_the_file_with_no_records_written
     import shutil
     import zipfile
 
-    from rollout_equality.tabular import ModifiedTableError
+    from rollout_equality.tabular.prepare import ModifiedTableError
 
     root, _ = trained
     table = tmp_path / "cancer"
@@ -371,7 +377,7 @@ def test_default_model_configuration():
 def test_every_head_of_every_block_beside_the_same_average(trained, tmp_path):
     """FT-Transformer: each block's heads (the last block's recomputed as a square matrix too), their mean the
     head-averaged attention; the per-head and fused records written beside the same layer records."""
-    from rollout_equality.heads import HeadSettings
+    from rollout_equality.condition.heads import HeadSettings
 
     root, _ = trained
     manifest, arrays, model = load_trained(*files(root, "cancer"), root / "a" / "model.pt", root / "a" / "metrics.json")

@@ -22,7 +22,6 @@ import yaml
 from hub_rehearsal import mirror, rehearse
 from hub_rehearsal.rehearse import python
 
-REPO = Path(__file__).resolve().parents[1]
 PAPER_MODELS = [
     "dinov2_small",
     "dinov2_base",
@@ -69,7 +68,7 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
     out = python(
         f"""
         import json, datasets
-        from rollout_equality.data import DataUnavailableError, prepare_data
+        from rollout_equality.acquire.data import DataUnavailableError, prepare_data
         found = {{}}
         try:
             datasets.load_dataset("frgfm/imagenette", "320px", split="validation", revision={script!r})
@@ -106,7 +105,7 @@ def test_the_replica_reproduces_the_script_data_set_break_and_the_message_names_
     }
     code = f"""
         import json, os
-        from rollout_equality.data import DataUnavailableError, prepare_data
+        from rollout_equality.acquire.data import DataUnavailableError, prepare_data
         try:
             origin = prepare_data("imagenet_val", {smaller!r}, "new")["origin"]
             print(json.dumps({{"files": sorted(origin["files"]), "on_disk": sorted(os.listdir("new/hub"))}}))
@@ -158,7 +157,7 @@ def test_check_sources_names_exactly_the_sources_that_drifted(rehearsal, tmp_pat
 
 MODEL_CODE = """
     import json, os, sys
-    from rollout_equality.models import ModelUnavailableError, prepare_model
+    from rollout_equality.acquire.models import ModelUnavailableError, prepare_model
     spec = {"backend": "transformers", "modality": "text", "hub": {"id": "FacebookAI/roberta-base", "revision": sys.argv[1]}}
     try:
         info = prepare_model("roberta_base", spec, "models/roberta_base", "models/roberta_base/model.json")

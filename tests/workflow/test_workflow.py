@@ -15,16 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import REPO
 from schema import CONDITION, SCHEMA
 from snakemake.utils import validate
 from snakemake_interface_common.exceptions import WorkflowError
 
-from rollout_equality.baseline import random_baseline
-from rollout_equality.compute import gpu_claim
-from rollout_equality.config import check_references
-from rollout_equality.settings import Baseline, from_section
-
-REPO = Path(__file__).resolve().parents[1]
+from rollout_equality.condition.baseline import random_baseline
+from rollout_equality.config.checks import check_references
+from rollout_equality.config.settings import Baseline, from_section
+from rollout_equality.runtime.device import gpu_claim
 
 # The tiny end-to-end configuration (runnable by hand in a folder of its own: README, Quick start).
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
@@ -112,7 +111,7 @@ def test_an_overlay_adds_a_suite_of_its_own_and_says_when_it_shrinks_a_shipped_o
 
 
 def test_dropped_by_overlay_names_each_suite_and_what_it_lost():
-    from rollout_equality.config import dropped_by_overlay
+    from rollout_equality.config.checks import dropped_by_overlay
 
     shipped = {
         "suites": {"paper": [{"model": "a", "dataset": "d"}, {"model": "b", "dataset": "d"}], "offline": []},
@@ -333,7 +332,7 @@ def local_runs(request, tmp_path_factory):
     """Two runs of the tiny offline suite and dynamics study, as (conftest's ``TinyRun``, ``SecondRun``): every check
     below reads them (the first run's outputs, or both compared).
 
-    The first is README's Quick start run on 2 cores (shared with tests/test_commands.py). The second runs in a fresh
+    The first is README's Quick start run on 2 cores (shared with tests/repository/test_commands.py). The second runs in a fresh
     directory with one thread per job: through profiles/slurm on a one-node SLURM (tests/slurm/harness.sh), jobs
     on one CPU each, where SLURM can start here (CI requires it: ROLLOUT_REQUIRE_SLURM); otherwise locally on
     ``--cores 1``, and the SLURM test skips with the harness's reason. Either way it is a second run of the same
@@ -546,7 +545,7 @@ def test_offline_suite_is_byte_identical_on_1_and_2_cores(local_runs):
 def test_the_tiny_run_compared_with_its_rerun_is_identical_row_by_row(local_runs):
     """`rollout-equality compare` on two real tables folders: every table of a run is read and compared (a header
     that is not the one compare expects exits 2), every row identical, exit 0."""
-    from rollout_equality.compare import TABLES
+    from rollout_equality.reporting.compare import TABLES
 
     a, b = (run.workdir for run in local_runs)
     tables = [a / "results/tables/offline", b / "results/tables/offline"]

@@ -1,13 +1,13 @@
 """The generated documents: README.md and docs/*.md filled in from their sources, so that no number or key in them is
 typed by hand.
 
-    python -m rollout_equality.documents            # write every generated document
-    python -m rollout_equality.documents --check    # exit 1, naming the stale documents
-    python -m rollout_equality.documents --copy [TARGET ...] [--source CHECKOUT]
+    python -m tools.documents            # write every generated document
+    python -m tools.documents --check    # exit 1, naming the stale documents
+    python -m tools.documents --copy [TARGET ...] [--source CHECKOUT]
                                                     # first copy the kept outputs of a run of each TARGET (all of
                                                     # kept.COPIED: the offline suite, the offline dynamics study)
 
-* ``docs/configuration.md``: every key of ``src/rollout_equality/config.schema.yaml`` (:mod:`.configuration`).
+* ``docs/configuration.md``: every key of ``src/rollout_equality/config/config.schema.yaml`` (:mod:`.configuration`).
 * ``docs/results.md``, ``docs/dynamics.md``, ``README.md``, ``docs/reproducing-the-paper.md`` and
   ``docs/outputs.md``: the templates ``docs/results.in.md``, ``docs/dynamics.in.md``, ``README.in.md``,
   ``docs/reproducing-the-paper.in.md`` and ``docs/outputs.in.md`` with every ``{name}`` filled in (:mod:`.fill`)
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from rollout_equality.documents import dynamics, outputs, reproducing, results
-from rollout_equality.documents.configuration import configuration_md
-from rollout_equality.documents.fill import COMMAND, fill
-from rollout_equality.documents.kept import DOCS, REPO
-from rollout_equality.io import write_text
+from rollout_equality.runtime.files import write_text
+from tools.documents import dynamics, outputs, reproducing, results
+from tools.documents.configuration import configuration_md
+from tools.documents.fill import COMMAND, fill
+from tools.documents.kept import DOCS, REPO
 
 TEMPLATES: dict[str, tuple[str, Callable[[], dict[str, str]]]] = {
     # generated document (path under docs/) -> (its template, under docs/; the function computing its values)

@@ -1,4 +1,4 @@
-"""``python -m rollout_equality.documents``: write the generated documents (see :mod:`rollout_equality.documents`)."""
+"""``python -m tools.documents``: write the generated documents (see :mod:`tools.documents`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from rollout_equality import documents
-from rollout_equality.documents.kept import COPIED, REPO, copy_kept
+from tools import documents
+from tools.documents.kept import COPIED, REPO, copy_kept
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,8 +6,8 @@ import json
 
 import pandas as pd
 
-from rollout_equality.documents.kept import DYNAMICS, PAPER_SUITE, benchmark_seconds, read_config
-from rollout_equality.documents.wording import and_, at_most, minutes, pct, sig, sig_span, span
+from tools.documents.kept import DYNAMICS, PAPER_SUITE, benchmark_seconds, read_config
+from tools.documents.wording import and_, at_most, minutes, pct, sig, sig_span, span
 
 
 def dynamics_values() -> dict[str, str]:

@@ -7,7 +7,7 @@ import re
 import string
 from collections.abc import Mapping
 
-COMMAND = "python -m rollout_equality.documents"
+COMMAND = "python -m tools.documents"
 """The command that writes every generated document (and names itself in each)."""
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 """What a template's ``{name}`` may be: lower case, digits and underscores."""

@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rollout_equality import paths
+from rollout_equality.config import paths
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 """The checkout whose documents these are (this module generates a checkout's documents: it is no part of what the
 library needs when installed)."""
 CONFIG = REPO / "config.yaml"
@@ -25,11 +25,11 @@ OFFLINE = DOCS / "offline"
 DYNAMICS = OFFLINE / "dynamics"
 ABLATION = DOCS / "ftt_ablation"
 LOCK = REPO / "requirements/lock.txt"
-"""The locked environment (:mod:`rollout_equality.environment`) the kept outputs were made in."""
+"""The locked environment (:mod:`rollout_equality.runtime.lock`) the kept outputs were made in."""
 PAPER_SUITE = "paper"  # the suite docs/reproducing-the-paper.md describes
 KEPT_SUITE = "offline"  # the suite (and the dynamics study's ALBERT run) whose outputs docs/offline/ keeps
 
-COPIED = {  # target -> {path under docs/offline/: the file of a run of that target (rollout_equality.paths)}
+COPIED = {  # target -> {path under docs/offline/: the file of a run of that target (rollout_equality.config.paths)}
     "offline": {
         **{f"{name}.png": paths.SUITE_FIGURES[f"{name}_png"] for name in ("depth", "slack", "rollout")},
         "baseline_rate.png": paths.BASELINE_FIGURE.format(ext="png"),
@@ -127,14 +127,14 @@ def copy_kept(target: str, source: Path, offline: Path = OFFLINE) -> None:
 
 def write_environment(path: Path) -> None:
     """Which machine and environment made the kept outputs: the processor, torch's CPU capability, the lock's digest
-    (:func:`rollout_equality.environment.lock_digest`) and where the environment departed from it (none, for an
+    (:func:`rollout_equality.runtime.lock.lock_digest`) and where the environment departed from it (none, for an
     environment installed as README says)."""
     import json
 
     import torch
 
-    from rollout_equality.compute import cpu_model
-    from rollout_equality.environment import differences, lock_digest, read_pins
+    from rollout_equality.runtime.device import cpu_model
+    from rollout_equality.runtime.lock import differences, lock_digest, read_pins
 
     record = {
         "cpu": cpu_model(),

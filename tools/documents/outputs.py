@@ -1,11 +1,11 @@
 """docs/outputs.md: where every output lands, and the records' columns from their Arrow schemas
-(:data:`rollout_equality.records.SCHEMAS`) and their meanings
-(:data:`~rollout_equality.records.COLUMNS`)."""
+(:data:`rollout_equality.condition.records.SCHEMAS`) and their meanings
+(:data:`~rollout_equality.condition.records.COLUMNS`)."""
 
 from __future__ import annotations
 
-from rollout_equality.documents.kept import REPO
-from rollout_equality.documents.wording import and_, markdown_table, sig, sig_span
+from tools.documents.kept import REPO
+from tools.documents.wording import and_, markdown_table, sig, sig_span
 
 FINGERPRINT = REPO / "benchmarks" / "fingerprint.json"
 """benchmarks/fingerprint.py's kept fingerprint (:mod:`rollout_equality.fingerprint`)."""
@@ -17,12 +17,12 @@ LIBRARIES = {"aten": "torch's kernels", "mkl": "MKL's branch", "onednn": "oneDNN
 
 def records_table() -> str:
     """One row per column of the records files: its name, Arrow type, which file holds it, what it means."""
-    from rollout_equality.records import COLUMNS, SCHEMAS
+    from rollout_equality.condition.records import COLUMNS, SCHEMAS
 
     names = list(dict.fromkeys(name for schema in SCHEMAS.values() for name in schema.names))
     missing = [name for name in names if name not in COLUMNS]
     if missing:
-        raise ValueError(f"rollout_equality.records.COLUMNS says nothing of the columns {', '.join(missing)}")
+        raise ValueError(f"rollout_equality.condition.records.COLUMNS says nothing of the columns {', '.join(missing)}")
     rows = []
     for name in names:
         holding = {label: s for label, s in SCHEMAS.items() if name in s.names}
@@ -89,10 +89,10 @@ def fingerprint_values() -> dict[str, str]:
 
 
 def compare_values() -> dict[str, str]:
-    """The settings of `rollout-equality compare` (:mod:`rollout_equality.compare`) and the number of tests its
+    """The settings of `rollout-equality compare` (:mod:`rollout_equality.reporting.compare`) and the number of tests its
     correction spans for the tables kept in docs/offline/."""
-    from rollout_equality.compare import ALPHA, ROUNDING_ATOL, compare
-    from rollout_equality.documents.kept import OFFLINE
+    from rollout_equality.reporting.compare import ALPHA, ROUNDING_ATOL, compare
+    from tools.documents.kept import OFFLINE
 
     return {
         "compare_alpha": f"{ALPHA:g}",

@@ -1,11 +1,11 @@
-"""The values of docs/reproducing-the-paper.md: config.yaml's paper suite, read through :mod:`rollout_equality.sources`
+"""The values of docs/reproducing-the-paper.md: config.yaml's paper suite, read through :mod:`rollout_equality.acquire.sources`
 as ``download`` and ``check_sources`` read it (its sources, their pins, file patterns, input counts and seeds, what
 reads each), and the libraries that fix the rest."""
 
 from __future__ import annotations
 
-from rollout_equality.documents.kept import LOCK, PAPER_SUITE, load_config
-from rollout_equality.documents.wording import and_, markdown_table, seeds, sig, split
+from tools.documents.kept import LOCK, PAPER_SUITE, load_config
+from tools.documents.wording import and_, markdown_table, seeds, sig, split
 
 METRICS = {"rmse": "RMSE", "accuracy": "accuracy"}  # how a published score's metric reads in a sentence
 INPUTS = {"image": "images", "text": "segments"}  # what a data set's inputs are called, by modality
@@ -16,7 +16,7 @@ def entry(config: dict, section: str, name: str) -> dict:
     if name not in config[section]:
         raise SystemExit(
             f"docs/reproducing-the-paper.in.md speaks of {section}.{name}, which config.yaml no longer defines: "
-            "edit the template (and its names in rollout_equality.documents.reproducing)"
+            "edit the template (and its names in tools.documents.reproducing)"
         )
     return config[section][name]
 
@@ -24,7 +24,7 @@ def entry(config: dict, section: str, name: str) -> dict:
 def pin(revision: str) -> str:
     """A hub revision as the sources table shows it: a commit's first 12 hex digits (as check_sources prints
     it), or a branch, said to be resolved at download."""
-    from rollout_equality import hub
+    from rollout_equality.acquire import hub
 
     return (
         f"`{revision[:12]}`" if hub.COMMIT.fullmatch(revision) else f"`{revision}` (not pinned: resolved at download)"
@@ -32,12 +32,12 @@ def pin(revision: str) -> str:
 
 
 def sources_table(config: dict, suite: str) -> str:
-    """Every network source of ``suite`` (:func:`rollout_equality.sources.network_sources`, what
+    """Every network source of ``suite`` (:func:`rollout_equality.acquire.sources.network_sources`, what
     ``snakemake download`` fetches and ``check_sources`` checks): its kind, source, pinned revision, the files
     chosen, and what reads it (the suite's experiments, its ALBERT run, FT-Transformer, the claims naming it)."""
-    from rollout_equality.config import resolved_tables
-    from rollout_equality.data import _split_patterns
-    from rollout_equality.sources import SKLEARN_ARCHIVES, network_sources
+    from rollout_equality.acquire.data import _split_patterns
+    from rollout_equality.acquire.sources import SKLEARN_ARCHIVES, network_sources
+    from rollout_equality.config.checks import resolved_tables
 
     experiments = list(config["suites"].get(suite, []))
     albert = config["dynamics"]["albert"]["suites"].get(suite)
@@ -94,16 +94,17 @@ def sources_table(config: dict, suite: str) -> str:
 
 def reproducing_values() -> dict[str, str]:
     """Every ``{name}`` of docs/reproducing-the-paper.in.md, from config.yaml (the paper suite's sources, read
-    through :mod:`rollout_equality.sources` as ``download`` and ``check_sources`` read them) and from the
+    through :mod:`rollout_equality.acquire.sources` as ``download`` and ``check_sources`` read them) and from the
     libraries that fix the rest (rtdl_revisiting_models's default FT-Transformer, huggingface_hub's chunk)."""
     from huggingface_hub import constants
     from rtdl_revisiting_models import FTTransformer
 
-    from rollout_equality import hub, paths
-    from rollout_equality.config import resolved_tables
-    from rollout_equality.data import _split_patterns
-    from rollout_equality.environment import read_pins
-    from rollout_equality.sources import needs_network, network_sources, suite_sources
+    from rollout_equality.acquire import hub
+    from rollout_equality.acquire.data import _split_patterns
+    from rollout_equality.acquire.sources import needs_network, network_sources, suite_sources
+    from rollout_equality.config import paths
+    from rollout_equality.config.checks import resolved_tables
+    from rollout_equality.runtime.lock import read_pins
 
     config = load_config()
     suite = PAPER_SUITE

@@ -1,14 +1,16 @@
 """The values of docs/results.md and README.md: the offline suite's tables kept in docs/offline/, the one-off analyses
 (docs/max_tv_pairs.py, docs/mpnet_bias.py), the recipe ablation's tables in docs/ftt_ablation/ and config.yaml; the
-claims tables computed from them by the pipeline's own :mod:`rollout_equality.claims`."""
+claims tables computed from them by the pipeline's own :mod:`rollout_equality.reporting.claims`."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from rollout_equality.config import model_kinds
-from rollout_equality.documents.kept import ABLATION, OFFLINE, benchmark_seconds, load_config, read_config
-from rollout_equality.documents.wording import (
+from rollout_equality.condition.heads import FUSIONS
+from rollout_equality.config.checks import model_kinds
+from rollout_equality.config.paths import HEAD_TABLES
+from tools.documents.kept import ABLATION, OFFLINE, benchmark_seconds, load_config, read_config
+from tools.documents.wording import (
     against,
     and_,
     at_most,
@@ -20,8 +22,6 @@ from rollout_equality.documents.wording import (
     span,
     split,
 )
-from rollout_equality.heads import FUSIONS
-from rollout_equality.paths import HEAD_TABLES
 
 
 def _claims_md(claims: pd.DataFrame) -> str:
@@ -309,10 +309,10 @@ def onnx_values(
 
 
 def offline_claims() -> pd.DataFrame:
-    """The offline suite's claims table, computed by :func:`rollout_equality.claims.claims` (as rule
+    """The offline suite's claims table, computed by :func:`rollout_equality.reporting.claims.claims` (as rule
     write_suite_tables computes it) from the kept rates, depth rates, baseline and special-token shares."""
-    from rollout_equality.claims import claims
-    from rollout_equality.config import claim_reasons
+    from rollout_equality.config.checks import claim_reasons
+    from rollout_equality.reporting.claims import claims
 
     config = load_config()
     return claims(
@@ -349,7 +349,7 @@ def readme_values() -> dict[str, str]:
     rates = pd.read_csv(OFFLINE / "model_rates.csv")
     photos = rates.loc[rates["dataset"] == "offline_photos", "inputs"]
     imagenet = rates.loc[rates["dataset"] == "imagenet_photos", "inputs"]
-    from rollout_equality.documents import tiny
+    from tools.documents import tiny
 
     return tiny.values() | {
         "claims_glance": claims_glance_md(),

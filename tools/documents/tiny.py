@@ -10,8 +10,8 @@ import subprocess
 import sys
 import tempfile
 
-from rollout_equality.documents.kept import REPO
-from rollout_equality.documents.wording import and_
+from tools.documents.kept import REPO
+from tools.documents.wording import and_
 
 CONFIG = ".test/config.yaml"
 """The tiny configuration, relative to the checkout."""

@@ -8,10 +8,10 @@ from snakemake.logging import logger
 from snakemake.utils import min_version, validate
 
 sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
-from rollout_equality import paper
-from rollout_equality.compute import gpu_claim
-from rollout_equality.schema import SCHEMA
-from rollout_equality.config import (
+from rollout_equality.reporting import paper
+from rollout_equality.runtime.device import gpu_claim
+from rollout_equality.config.schema import SCHEMA
+from rollout_equality.config.checks import (
     baseline_claim,
     check_references,
     claim_reasons,
@@ -21,7 +21,7 @@ from rollout_equality.config import (
     run_analysis,
     suite_analyses,
 )
-from rollout_equality.sources import needs_network, suite_sources
+from rollout_equality.acquire.sources import needs_network, suite_sources
 
 min_version("9.0")
 
@@ -51,9 +51,9 @@ if workflow.is_main_process and config_file() is not None:
         logger.warning(f"Warning: {message}")
 
 
-# --- where every file goes: rollout_equality.paths states each path template and output key once ---------
+# --- where every file goes: rollout_equality.config.paths states each path template and output key once ---------
 # Rules use them as outputs and inputs; the target lists below fill them in.
-from rollout_equality.paths import (
+from rollout_equality.config.paths import (
     ALBERT_INFO,
     ALBERT_RECORDS,
     ALBERT_REPORT,
@@ -242,6 +242,6 @@ OFFLINE_TARGETS = BASELINE_TARGETS + suite_targets("offline")
 
 def paper_reads(suite):
     """The generated tables and figures paper/main.tex reads for ``suite``, from its own \\input and
-    \\includegraphics lines (rollout_equality.paper.inputs): a changed table rebuilds the PDF."""
+    \\includegraphics lines (rollout_equality.reporting.paper.inputs): a changed table rebuilds the PDF."""
     main = Path(PAPER_MAIN)
     return paper.inputs(main, suite) if main.exists() else []

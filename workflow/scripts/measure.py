@@ -4,14 +4,14 @@ from pathlib import Path
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.job import prelude
+from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads, snakemake.params.extraction["code_path"])  # offline, threads, CPU code path: first
 
-from rollout_equality.heads import HeadSettings
-from rollout_equality.io import logging_to
+from rollout_equality.condition.heads import HeadSettings
+from rollout_equality.config.settings import Condition, Extraction, from_section
 from rollout_equality.measure import measure, read_model_info
-from rollout_equality.settings import Condition, Extraction, from_section
+from rollout_equality.runtime.files import logging_to
 
 with logging_to(snakemake.log[0]):
     measure(

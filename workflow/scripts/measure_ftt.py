@@ -1,16 +1,16 @@
-"""rule measure_ftt → rollout_equality.ftt.measure_ftt"""
+"""rule measure_ftt → rollout_equality.tabular.ftt.measure_ftt"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.job import prelude
+from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.params.training["threads"], snakemake.params.training["code_path"])  # offline, threads, code path
 
-from rollout_equality.compute import resolve_device
-from rollout_equality.ftt import measure_ftt
-from rollout_equality.heads import HeadSettings
-from rollout_equality.io import logging_to
-from rollout_equality.settings import Condition, from_section
+from rollout_equality.condition.heads import HeadSettings
+from rollout_equality.config.settings import Condition, from_section
+from rollout_equality.runtime.device import resolve_device
+from rollout_equality.runtime.files import logging_to
+from rollout_equality.tabular.ftt import measure_ftt
 
 with logging_to(snakemake.log[0]):
     inp, out = snakemake.input, snakemake.output

@@ -1,13 +1,13 @@
-"""rule prepare_tabular → rollout_equality.tabular.prepare_tabular"""
+"""rule prepare_tabular → rollout_equality.tabular.prepare.prepare_tabular"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.job import prelude
+from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
-from rollout_equality.io import logging_to
-from rollout_equality.tabular import prepare_tabular, read_table
+from rollout_equality.runtime.files import logging_to
+from rollout_equality.tabular.prepare import prepare_tabular, read_table
 
 with logging_to(snakemake.log[0]):
     raw, target = read_table(snakemake.input[0])

@@ -2,12 +2,12 @@
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.job import prelude
+from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
 from rollout_equality.dynamics.report import report_simulations
-from rollout_equality.io import logging_to
+from rollout_equality.runtime.files import logging_to
 
 with logging_to(snakemake.log[0]):
     report_simulations(dict(snakemake.input.items()), dict(snakemake.output.items()))

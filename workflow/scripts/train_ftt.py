@@ -1,14 +1,14 @@
-"""rule train_ftt → rollout_equality.ftt.train_ftt"""
+"""rule train_ftt → rollout_equality.tabular.ftt.train_ftt"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.job import prelude
+from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.params.training["threads"], snakemake.params.training["code_path"])  # offline, threads, code path
 
-from rollout_equality.compute import resolve_device
-from rollout_equality.ftt import train_ftt
-from rollout_equality.io import logging_to
+from rollout_equality.runtime.device import resolve_device
+from rollout_equality.runtime.files import logging_to
+from rollout_equality.tabular.ftt import train_ftt
 
 with logging_to(snakemake.log[0]):
     t, inp, out = snakemake.params.training, snakemake.input, snakemake.output

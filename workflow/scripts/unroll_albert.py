@@ -2,13 +2,13 @@
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.job import prelude
+from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.params.threads, snakemake.params.code_path)  # offline, extraction.threads and code_path: first
 
 from rollout_equality.dynamics.albert import unroll_albert
-from rollout_equality.io import logging_to
 from rollout_equality.measure import read_model_info
+from rollout_equality.runtime.files import logging_to
 
 with logging_to(snakemake.log[0]):
     albert, cond = snakemake.params.albert, snakemake.params.condition

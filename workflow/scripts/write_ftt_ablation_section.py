@@ -1,13 +1,13 @@
-"""rule write_ftt_ablation_section → rollout_equality.ablation.ablation_section"""
+"""rule write_ftt_ablation_section → rollout_equality.reporting.ftt_ablation.ablation_section"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.job import prelude
+from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
-from rollout_equality.ablation import ablation_section
-from rollout_equality.io import logging_to
+from rollout_equality.reporting.ftt_ablation import ablation_section
+from rollout_equality.runtime.files import logging_to
 
 with logging_to(snakemake.log[0]):
     files = list(snakemake.input)

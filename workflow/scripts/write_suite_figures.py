@@ -1,13 +1,13 @@
-"""rule write_suite_figures → rollout_equality.figures.write_suite_figures"""
+"""rule write_suite_figures → rollout_equality.reporting.figures.write_suite_figures"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.job import prelude
+from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
-from rollout_equality.figures import write_suite_figures
-from rollout_equality.io import logging_to
+from rollout_equality.reporting.figures import write_suite_figures
+from rollout_equality.runtime.files import logging_to
 
 with logging_to(snakemake.log[0]):
     write_suite_figures(

@@ -1,13 +1,13 @@
-"""rule write_suite_tables → rollout_equality.tables.write_suite_tables"""
+"""rule write_suite_tables → rollout_equality.reporting.suite_tables.write_suite_tables"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
-from rollout_equality.job import prelude
+from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
-from rollout_equality.io import logging_to
-from rollout_equality.tables import write_suite_tables
+from rollout_equality.reporting.suite_tables import write_suite_tables
+from rollout_equality.runtime.files import logging_to
 
 with logging_to(snakemake.log[0]):
     write_suite_tables(

@@ -290,8 +290,8 @@ def build_from_export(name: str, spec: dict[str, Any], modality: str, out_dir: P
     import torch
     import transformers
 
-    from rollout_equality.hub import file_digest
-    from rollout_equality.io import ModelUnavailableError, resolve_local, resolve_path
+    from rollout_equality.acquire.hub import file_digest
+    from rollout_equality.runtime.files import ModelUnavailableError, resolve_local, resolve_path
 
     needed = "image_processor" if modality == "image" else "tokenizer"
     if needed not in spec:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from rollout_equality.io import write_json
+from rollout_equality.runtime.files import write_json
 
 log = logging.getLogger(__name__)
 

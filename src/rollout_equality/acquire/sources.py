@@ -3,9 +3,9 @@
 For the suites asked, :func:`check_sources` looks at each source that needs the network:
 
 * a hub model or data set: its revision resolved to a commit, its file list read at that commit
-  (two small API calls, :func:`rollout_equality.hub.list_files`), the files chosen by the same
-  code as the download (:func:`rollout_equality.hub.loader_files` for models,
-  :func:`rollout_equality.data.hub_selector` for a data set's ``data_files`` or configuration),
+  (two small API calls, :func:`rollout_equality.acquire.hub.list_files`), the files chosen by the same
+  code as the download (:func:`rollout_equality.acquire.hub.loader_files` for models,
+  :func:`rollout_equality.acquire.data.hub_selector` for a data set's ``data_files`` or configuration),
   their total size, and whether the repository is gated;
 * an OpenML table: its data set description (the cheapest real call openml-python offers; read
   from the project's cache when a download put it there): the data set exists and its default
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollout_equality import hub
+from rollout_equality.acquire import hub
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Check:
 def suite_sources(config: dict[str, Any], suite: str) -> dict[str, list[str]]:
     """The models, data sets and tables ``suite`` fetches: its experiments, its ALBERT run, its tables and
     (when the suite shows it) the recipe ablation's tables. What ``snakemake download`` prepares."""
-    from rollout_equality.config import resolved_tables
+    from rollout_equality.config.checks import resolved_tables
 
     experiments = list(config["suites"].get(suite, []))
     albert = config["dynamics"]["albert"]["suites"]
@@ -91,7 +91,7 @@ def needs_network(kind: str, spec: dict[str, Any]) -> bool:
 
 def network_sources(config: dict[str, Any], suites: list[str]) -> list[tuple[str, str, dict[str, Any]]]:
     """(kind, name, entry) of every source of ``suites`` that needs the network, each once."""
-    from rollout_equality.config import resolved_tables
+    from rollout_equality.config.checks import resolved_tables
 
     tables = resolved_tables(config)
     entries = {"models": config["models"], "datasets": config["datasets"], "tables": tables}
@@ -109,7 +109,7 @@ def network_sources(config: dict[str, Any], suites: list[str]) -> list[tuple[str
 
 def _hub_problem(err: BaseException, repo_id: str, revision: str, repo_type: str, check: Check) -> None:
     """Fill ``check.problem`` / ``check.todo`` from an error of :func:`hub.list_files`."""
-    from rollout_equality.data import DataUnavailableError
+    from rollout_equality.acquire.data import DataUnavailableError
 
     names = {type(e).__name__ for e in hub._chain(err)}
     page = f"{HUB_URL}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
@@ -196,7 +196,7 @@ def check_openml(name: str, source: dict[str, Any], cache_dir: str | os.PathLike
     """OpenML: the data set description (cached by openml-python under ``cache_dir/openml``)."""
     import openml
 
-    from rollout_equality.tabular import openml_target
+    from rollout_equality.tabular.prepare import openml_target
 
     dataset_id, target = int(source["id"]), source.get("target")
     check = Check("table", name, f"OpenML {dataset_id}", "description")
@@ -257,7 +257,7 @@ def check_source(kind: str, name: str, spec: dict[str, Any], cache_dir: str | os
     if kind == "models":
         return check_hub("model", name, spec["hub"]["id"], spec["hub"]["revision"], "model")
     if kind == "datasets":
-        from rollout_equality.data import hub_selector
+        from rollout_equality.acquire.data import hub_selector
 
         hf = spec["source"]["hf_dataset"]
         return check_hub("dataset", name, hf["path"], hf["revision"], "dataset", select=hub_selector(name, hf))
@@ -311,7 +311,7 @@ def format_report(checks: list[Check]) -> str:
 
 def write_tsv(checks: list[Check], path: str | os.PathLike) -> None:
     """The checks as a tab-separated table (atomically)."""
-    from rollout_equality.io import atomic_path
+    from rollout_equality.runtime.files import atomic_path
 
     header = ["kind", "name", "source", "revision", "commit", "files", "bytes", "gated", "problem", "todo", "note"]
     out = ["\t".join(header)]

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from rollout_equality.dobrushin import DEFAULT_ENGINE, Engine, equality_condition
-from rollout_equality.io import progress
+from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine, equality_condition
+from rollout_equality.runtime.files import progress
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def random_baseline(
     ``chunk_size`` bounds memory (chunk_size · n² floats at a time) and does
     not change the result, nor does ``workers``: with more than one, chunks run side by side on that many
     threads, each drawing its matrices (numpy's generators release the GIL) and testing them on its own
-    thread (a serial :class:`rollout_equality.dobrushin.Engine`). Raises ValueError if the characterisation and
+    thread (a serial :class:`rollout_equality.condition.dobrushin.Engine`). Raises ValueError if the characterisation and
     the direct computation disagree on any trial: that is a bug or a tolerance too
     tight for float64 rounding, not a result.
     """

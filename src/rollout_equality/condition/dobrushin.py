@@ -21,9 +21,9 @@ this characterisation (``holds``) next to an independent check that computes
 κ(B) from B's own entries (``holds_direct``). Both TV matrices come from one
 O(n³) sweep: B's rows are ½A's off the diagonal, so the sweep's sum over
 k ∉ {i, j} serves both, and B's two diagonal terms of each pair are read from B
-(:func:`rollout_equality._kernels._tv_half`); validation, the sweep and every
+(:func:`rollout_equality.condition.kernels._tv_half`); validation, the sweep and every
 reduction of a whole batch run in one compiled call
-(:func:`rollout_equality._kernels.analyse_batch`).
+(:func:`rollout_equality.condition.kernels.analyse_batch`).
 
 Tolerance semantics (``atol``, a config value, default :data:`DEFAULT_ATOL`)
 --------------------------------------------------------------------------
@@ -75,19 +75,19 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rollout_equality import _kernels
-from rollout_equality._kernels import Outputs, Settings, upper_tv, workspace
+from rollout_equality.condition import kernels as _kernels
+from rollout_equality.condition.kernels import Outputs, Settings, upper_tv, workspace
 
 
 @dataclass(frozen=True)
 class Engine:
     """How the CPU analysis computes: passed to each call (default :data:`DEFAULT_ENGINE`), never process-wide.
 
-    Every engine gives the float64 sweep's results bit for bit (tests/test_screening.py); the choice changes
+    Every engine gives the float64 sweep's results bit for bit (tests/condition/test_screening.py); the choice changes
     the speed alone."""
 
     screen: bool = True
-    """Screen the O(n³) sweep in float32 and decide in float64 (:mod:`rollout_equality._kernels`): about half the
+    """Screen the O(n³) sweep in float32 and decide in float64 (:mod:`rollout_equality.condition.kernels`): about half the
     sweep's arithmetic. False: every pair's TV from the float64 sweep, the reference."""
 
     screen_min_n: int = 64
@@ -106,7 +106,7 @@ class Engine:
     serial: bool = False
     """Run on the calling thread alone (the kernels compiled without ``parallel=True``: the same results bit for
     bit). For a caller that already spreads its work over threads, one task per thread (e.g. the two token sets
-    of each input of a batch, :func:`rollout_equality.records.analyse_inputs`), so that no second thread pool
+    of each input of a batch, :func:`rollout_equality.condition.records.analyse_inputs`), so that no second thread pool
     competes for the cores. False: each matrix's work is spread over numba's threads."""
 
     def __post_init__(self) -> None:
@@ -121,7 +121,7 @@ DEFAULT_ENGINE = Engine()
 
 
 def _kernel(name: str, engine: Engine):
-    """The compiled kernel ``name`` of :mod:`rollout_equality._kernels`, its serial twin for a serial engine."""
+    """The compiled kernel ``name`` of :mod:`rollout_equality.condition.kernels`, its serial twin for a serial engine."""
     return getattr(_kernels, f"{name}_serial" if engine.serial else name)
 
 
@@ -223,9 +223,9 @@ def _analyse(
     condition: bool,
     work: np.ndarray | None = None,
 ) -> Outputs:
-    """The kernel's :class:`~rollout_equality._kernels.Outputs` for each matrix of a float64 (..., n, n) array
+    """The kernel's :class:`~rollout_equality.condition.kernels.Outputs` for each matrix of a float64 (..., n, n) array
     (C-contiguous, else copied), flattened over the batch, from one compiled call that also validates it
-    (:func:`rollout_equality._kernels.analyse_batch`): the condition test, or κ alone (``condition`` False).
+    (:func:`rollout_equality.condition.kernels.analyse_batch`): the condition test, or κ alone (``condition`` False).
     A bad entry or row sum raises ValueError. work: where given, a (batch,) int64 array that receives each
     matrix's pairs recomputed in float64 (-1: the float64 sweep alone)."""
     n = M.shape[-1]

@@ -1,7 +1,7 @@
 r"""The equality condition per attention head and under head fusions.
 
 The paper tests the condition on each layer's **head-averaged** attention (mean fusion: the records of
-:mod:`rollout_equality.records`). This module tests it on every head's own attention, and on the matrices that
+:mod:`rollout_equality.condition.records`). This module tests it on every head's own attention, and on the matrices that
 the other fusions of attention-rollout tools form from the heads:
 
 * ``mean``: the average over heads, Σ_h A_h / H: the paper's matrix (its rows already sum to 1); its records are
@@ -15,13 +15,13 @@ smallest entries, which changes the matrix rather than the fusion; neither is do
 for row-stochastic matrices, so each fused matrix is renormalised to rows summing to 1 (:func:`fuse`).
 
 Token sets as in the head-averaged analysis: ``all`` (every token) and ``content`` (special tokens removed and each
-row renormalised, :func:`rollout_equality.dobrushin.restrict`): per head, on each head's own matrix; per fusion,
+row renormalised, :func:`rollout_equality.condition.dobrushin.restrict`): per head, on each head's own matrix; per fusion,
 on the fused matrix (fusing first and renormalising, then restricting and renormalising, is the same as restricting
 first, since a row's scale cancels).
 
 Each (input, layer, head, token set) and (input, layer, fusion, token set) is tested with the same screened kernel
 as the averaged analysis, batched over layers and heads in one call per input and token set; the rollout under each
-fusion is the product of ½(I + fused_l) (:func:`rollout_equality.dobrushin._rollout_kappa`).
+fusion is the product of ½(I + fused_l) (:func:`rollout_equality.condition.dobrushin._rollout_kappa`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from rollout_equality.dobrushin import (
+from rollout_equality.condition.dobrushin import (
     DEFAULT_ATOL,
     DEFAULT_ENGINE,
     DEFAULT_ROW_SUM_ATOL,
@@ -43,7 +43,7 @@ from rollout_equality.dobrushin import (
     equality_condition,
     restrict,
 )
-from rollout_equality.records import FUSION_ROLLOUT_SCHEMA, HEAD_SCHEMA, TOKEN_SETS, _token_set, depth_rows
+from rollout_equality.condition.records import FUSION_ROLLOUT_SCHEMA, HEAD_SCHEMA, TOKEN_SETS, _token_set, depth_rows
 
 FUSIONS = ("mean", "max", "min")
 """The head fusions, in table order; ``mean`` is the paper's (the head-averaged records)."""
@@ -83,7 +83,7 @@ class HeadSettings:
 
     @classmethod
     def from_config(cls, values: dict[str, Any] | None) -> "HeadSettings":
-        """From a resolved ``{per_head, fusions}`` (:func:`rollout_equality.config.experiment_analysis`)."""
+        """From a resolved ``{per_head, fusions}`` (:func:`rollout_equality.config.checks.experiment_analysis`)."""
         values = values or {}
         return cls(per_head=bool(values.get("per_head", False)), fusions=tuple(values.get("fusions", [PAPER_FUSION])))
 
@@ -150,7 +150,7 @@ def _per_head(heads, special, token_set, atol, row_sum_atol, engine):
 
 def _fused(fused, special, token_set, atol, row_sum_atol, engine):
     """(condition fields by layer, κ of the rollout by depth, n) of one fusion of one input on one token set: the
-    head-averaged analysis (:func:`rollout_equality.records._token_set`) of the fused layers (L, n, n)."""
+    head-averaged analysis (:func:`rollout_equality.condition.records._token_set`) of the fused layers (L, n, n)."""
     return _token_set(fused, special, token_set, atol, row_sum_atol, engine)
 
 
@@ -187,7 +187,7 @@ def analyse_head_inputs(
     batch: (heads, special) per input: heads (L, H, n, n) float32 or better, each head's attention of this input's
     own tokens (no padding); special bool (n,). ``settings``: what to measure (per head: ``per_head``; the fusions
     other than mean: ``settings.extra_fusions``). ``pool`` and ``engine`` as
-    :func:`rollout_equality.records.analyse_inputs` takes them (one task per input, token set and part; the records
+    :func:`rollout_equality.condition.records.analyse_inputs` takes them (one task per input, token set and part; the records
     are the same either way).
     """
     if len(batch) != len(input_ids):
@@ -243,7 +243,7 @@ def write_head_records(path, rollout_path, head_rows: list[dict], rollout_rows: 
     rollout first). With the feature off both hold no row (the schema alone), so that a rule's outputs exist."""
     from pathlib import Path
 
-    from rollout_equality.io import write_parquet
+    from rollout_equality.runtime.files import write_parquet
 
     write_parquet(pa.Table.from_pylist(list(rollout_rows), schema=FUSION_ROLLOUT_SCHEMA), Path(rollout_path), metadata)
     write_parquet(pa.Table.from_pylist(list(head_rows), schema=HEAD_SCHEMA), Path(path), metadata)

@@ -10,7 +10,7 @@ analyse while the network runs.
 One kernel, :func:`analyse_batch`, does a whole batch in one call: validation, the sweep and each row's maxima
 in one parallel region per matrix, then the count and the witness over the few rows that can hold them. κ(A)
 alone (the rollout's κ) is the same call with ``condition`` off: it skips κ(½(I+A)), the count, the witness and
-the tie band. It has two engines, chosen by :class:`Settings` (built by :class:`rollout_equality.dobrushin.Engine`):
+the tie band. It has two engines, chosen by :class:`Settings` (built by :class:`rollout_equality.condition.dobrushin.Engine`):
 
 - the float64 sweep, the reference: every pair's TV in float64;
 - the float32 screen (the default from n = ``screen_min_n``): it sweeps float32 copies of the rows (twice the
@@ -120,7 +120,7 @@ def _serial_twin(kernel):
     """``kernel`` compiled again without ``parallel=True``: its ``prange`` loops run as plain loops on the
     calling thread, with the same per-pair arithmetic (the results are the same bit for bit; each pair's sum is
     computed in a fixed order either way). For work spread over threads by the caller, one task per thread
-    (``Engine(serial=True)`` of :mod:`rollout_equality.dobrushin`): no OpenMP team is woken, and concurrent calls
+    (``Engine(serial=True)`` of :mod:`rollout_equality.condition.dobrushin`): no OpenMP team is woken, and concurrent calls
     are safe with every numba threading layer. The twin has its own name, so numba caches it apart."""
     f = kernel.py_func
     name = f"{f.__name__}_serial"
@@ -724,7 +724,7 @@ def analyse_batch(M, settings, kappa, kappa_half, n_max, witness, work, B, tv, A
     B, tv, A32, tv32: a :class:`Workspace` (n, n); tv ends with the last matrix's TVs in its strict upper
     triangle (with the screen: -1 where a pair was not recomputed in float64).
     Returns False when an entry is negative or not finite or a row sum is off by more than
-    ``row_sum_atol`` (the outputs are then meaningless; :func:`rollout_equality.dobrushin.check_stochastic`
+    ``row_sum_atol`` (the outputs are then meaningless; :func:`rollout_equality.condition.dobrushin.check_stochastic`
     says where).
 
     Per matrix, the float64 engine validates and sweeps each block of rows and takes its rows' maxima in one

@@ -2,7 +2,7 @@
 
 Naive on purpose: it materialises every difference A_ik − A_jk as an (n, n, n)
 array, so it needs 8·n³ bytes per matrix (n = 1370: 20 GB). The fast path is
-:func:`rollout_equality.dobrushin.equality_condition`; both must agree.
+:func:`rollout_equality.condition.dobrushin.equality_condition`; both must agree.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ One Parquet file per (model, dataset) with one row per (input, layer, token set)
 and a companion rollout file (the workflow names it ``*.rollout.parquet``) with one row per
 (input, token set, depth) (:data:`ROLLOUT_SCHEMA`); beside them the heads file (``*.heads.parquet``,
 :data:`HEAD_SCHEMA`: per head and per fusion other than mean) and its rollout companion
-(``*.heads.rollout.parquet``, :data:`FUSION_ROLLOUT_SCHEMA`), written by :mod:`rollout_equality.heads` and without
+(``*.heads.rollout.parquet``, :data:`FUSION_ROLLOUT_SCHEMA`), written by :mod:`rollout_equality.condition.heads` and without
 rows where the config's ``analysis`` asks for neither. Every column's meaning is in :data:`COLUMNS`
 (docs/outputs.md is generated from the schemas and it).
 Tables and figures read only these files.
@@ -14,7 +14,7 @@ File metadata (key ``rollout_equality``) holds the run's provenance as JSON, the
 revision, distribution and version, every file's SHA-256; no path), ``dataset`` (name, manifest hash, count),
 ``condition`` (the tolerances), ``extraction`` (batching, token limit, preprocessing, how attention was read) and
 ``compute`` (what decides the bits: device, torch's threads, the CPU code path, library versions;
-:func:`rollout_equality.compute.provenance`).
+:func:`rollout_equality.runtime.device.provenance`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rollout_equality.dobrushin import (
+from rollout_equality.condition.dobrushin import (
     DEFAULT_ATOL,
     DEFAULT_ENGINE,
     DEFAULT_ROW_SUM_ATOL,
@@ -39,7 +39,7 @@ from rollout_equality.dobrushin import (
     equality_condition,
     restrict,
 )
-from rollout_equality.io import write_parquet
+from rollout_equality.runtime.files import write_parquet
 
 TOKEN_SETS = ("content", "all")
 
@@ -91,7 +91,7 @@ HEAD_SCHEMA = pa.schema(
         *[f for f in LAYER_SCHEMA if f.name not in ("model", "seed", "dataset", "input_id", "layer", "n_layers")],
     ]
 )
-"""The heads file (:mod:`rollout_equality.heads`): the layer records' columns for one head's or one fused matrix,
+"""The heads file (:mod:`rollout_equality.condition.heads`): the layer records' columns for one head's or one fused matrix,
 one row per (input, layer, head, token set) with ``head`` set and ``fusion`` null, and one per (input, layer,
 fusion, token set) for each fusion other than mean with ``fusion`` set and ``head`` null."""
 
@@ -188,7 +188,7 @@ def analyse_inputs(
 
     batch: (layers, special) per input, as :func:`analyse_input` takes them. seed: the records' ``seed``
     (a trained FT-Transformer's; None: null).
-    engine: how the analysis computes (:class:`rollout_equality.dobrushin.Engine`; the records are the same with
+    engine: how the analysis computes (:class:`rollout_equality.condition.dobrushin.Engine`; the records are the same with
     every engine). pool: where the work runs. None: here, with ``engine`` as given (by default each matrix's work
     spread over numba's threads). An executor: one task per (input, token set), each on its worker's thread
     alone (``engine`` made serial); on a few cores this keeps them busier than

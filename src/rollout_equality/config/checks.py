@@ -1,6 +1,6 @@
 """Checks of config.yaml that its JSON schema cannot express: names that refer to other entries.
 
-The schema (``src/rollout_equality/config.schema.yaml``) checks every key, type and range and fills in
+The schema (``src/rollout_equality/config/config.schema.yaml``) checks every key, type and range and fills in
 defaults; :func:`check_references` then checks that every experiment names a model and a data set
 defined in the config, of the same modality, that every tabular suite names defined tables, that
 the dynamics study's ALBERT runs read text, and that every claim's subject is a defined model or
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollout_equality.schema import node
+from rollout_equality.config.schema import node
 
 
 def check_references(config: dict[str, Any]) -> None:
@@ -68,7 +68,7 @@ def check_references(config: dict[str, Any]) -> None:
 
 
 ANALYSIS_KEYS = ("per_head", "fusions")
-"""The settings of the per-head and fused analysis (config ``analysis``; :class:`rollout_equality.heads.HeadSettings`)."""
+"""The settings of the per-head and fused analysis (config ``analysis``; :class:`rollout_equality.condition.heads.HeadSettings`)."""
 
 
 def _analysis(config: dict[str, Any], suite: str, entry: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -212,7 +212,7 @@ def check_claims(config: dict[str, Any]) -> None:
 
 def baseline_claim(spec: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The claim of kind ``baseline`` of the ``claims:`` section ``spec`` (at most one: :func:`check_claims`), or
-    None. Here, not in :mod:`rollout_equality.claims`, because the workflow reads it when it parses: this module
+    None. Here, not in :mod:`rollout_equality.reporting.claims`, because the workflow reads it when it parses: this module
     imports nothing heavy (claims imports scipy.stats, and through the baseline numba: a second at every start-up
     of Snakemake, twice per SLURM job)."""
     found = [c for c in spec.values() if c["kind"] == "baseline"]

@@ -3,8 +3,8 @@
 workflow/rules/common.smk builds the rules' inputs and outputs from these (``{model}``, ``{dataset}``,
 ``{tabular}``, ``{seed}``, ``{suite}`` are Snakemake wildcards, filled in with ``str.format`` for the target
 lists); the library never types a path: it writes where the rule tells it, and checks the output keys it is
-given against the dictionaries below (:func:`rollout_equality.io.require_paths`). Paths are relative to the
-working directory of the run. tests/test_paths.py keeps ``resources/`` and ``results/`` out of every other
+given against the dictionaries below (:func:`rollout_equality.runtime.files.require_paths`). Paths are relative to the
+working directory of the run. tests/config/test_paths.py keeps ``resources/`` and ``results/`` out of every other
 module of the library.
 """
 
@@ -60,7 +60,7 @@ FTT_SUMMARY = f"{RESULTS}/summaries/ftt/{{tabular}}/seed{{seed}}.csv"
 
 # --- tables and figures --------------------------------------------------------------------------------
 FTT_SCORES = f"{RESULTS}/tables/{{suite}}/ftt_scores.csv"
-FTT_ABLATION = {  # what write_ftt_ablation writes (rollout_equality.ablation)
+FTT_ABLATION = {  # what write_ftt_ablation writes (rollout_equality.reporting.ftt_ablation)
     "summary": f"{RESULTS}/tables/ftt_ablation/summary.csv",
     "layers": f"{RESULTS}/tables/ftt_ablation/layers.csv",
     "html": f"{RESULTS}/tables/ftt_ablation/summary.html",
@@ -87,18 +87,18 @@ LATEX_TABLES = ("claims", "rates", "depth", "rollout", "ftt")
 """The suite tables that the paper also shows, as LaTeX."""
 SUITE_TABLES_DIR = f"{RESULTS}/tables/{{suite}}"
 """A suite's tables folder (what ``rollout-equality compare`` reads)."""
-SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.tables)
+SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.reporting.suite_tables)
     **{key: f"{RESULTS}/tables/{{suite}}/{name}.csv" for key, name in TABLE_NAMES.items()},
     **{f"html_{key}": f"{RESULTS}/tables/{{suite}}/{name}.html" for key, name in TABLE_NAMES.items()},
     **{f"tex_{key}": f"{PAPER}/tables/{{suite}}/{TABLE_NAMES[key]}.tex" for key in LATEX_TABLES},
     "tex_macros": f"{PAPER}/tables/{{suite}}/macros.tex",
 }
 FIGURE_NAMES = ("depth", "slack", "rollout", "heatmap")
-SUITE_FIGURES = {  # what write_suite_figures draws (rollout_equality.figures)
+SUITE_FIGURES = {  # what write_suite_figures draws (rollout_equality.reporting.figures)
     f"{name}_{ext}": f"{PAPER}/figures/{{suite}}/{name}.{ext}" for name in FIGURE_NAMES for ext in ("pdf", "png")
 }
 HEAD_TABLE_NAMES = {"heads": "head_rates", "agreement": "head_agreement", "fusions": "fusion_rates"}
-"""The per-head and fusion tables by key (rollout_equality.heads_tables): CSV and HTML under results/tables/<suite>/,
+"""The per-head and fusion tables by key (rollout_equality.reporting.head_tables): CSV and HTML under results/tables/<suite>/,
 written for a suite whose config ``analysis`` measures beyond the head-averaged records."""
 HEAD_TABLES = {  # what write_head_tables writes
     **{key: f"{RESULTS}/tables/{{suite}}/{name}.csv" for key, name in HEAD_TABLE_NAMES.items()},

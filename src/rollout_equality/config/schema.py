@@ -2,7 +2,7 @@
 enumerations.
 
 The schema travels with the library (``importlib.resources``), so an installed wheel has it; the workflow validates
-its config against the same file (workflow/rules/common.smk). Kept apart from :mod:`rollout_equality.config` (which
+its config against the same file (workflow/rules/common.smk). Kept apart from :mod:`rollout_equality.config.checks` (which
 validates with jsonschema in the controlling process): compute jobs read the allowed values of their arguments from
 here, with PyYAML only.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-SCHEMA = resources.files("rollout_equality") / "config.schema.yaml"
+SCHEMA = resources.files("rollout_equality.config") / "config.schema.yaml"
 """The schema of config.yaml, package data of this library (a file on disk for any ordinary install)."""
 
 

@@ -3,7 +3,7 @@
 A rule passes the validated section (``params: extraction=config["extraction"]``), its script builds the record
 with :func:`from_section`, and the library reads its fields: no script re-lists a section's keys, and the library
 holds no default of its own for them (the schema states each default once; Snakemake's ``validate`` and
-:func:`rollout_equality.cli.load_config` fill them in). tests/test_settings.py keeps each record's fields equal to
+:func:`rollout_equality.cli.load_config` fill them in). tests/config/test_settings.py keeps each record's fields equal to
 its section's properties in the schema.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 @dataclasses.dataclass(frozen=True)
 class Condition:
-    """``condition:``: the tolerances of the condition test (rollout_equality.dobrushin)."""
+    """``condition:``: the tolerances of the condition test (rollout_equality.condition.dobrushin)."""
 
     atol: float
     row_sum_atol: float
@@ -63,7 +63,7 @@ def from_section(cls: type[S], values: Mapping[str, Any]) -> S:
     if missing or unknown:
         raise ValueError(
             f"config section {section!r}: missing {missing}, unknown {unknown}; validate the config against "
-            "src/rollout_equality/config.schema.yaml first (a workflow run and rollout_equality.cli.load_config do)"
+            "src/rollout_equality/config/config.schema.yaml first (a workflow run and rollout_equality.cli.load_config do)"
         )
     kwargs = {k: values[k] for k in names}
     if cls is Baseline:

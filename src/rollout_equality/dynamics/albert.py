@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rollout_equality.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition
+from rollout_equality.condition.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition
 from rollout_equality.dynamics import sphere as dy
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def load(path: str | os.PathLike, seed: int | None = None):
     ``seed``: a ``random_init`` model, its weights drawn from the seed."""
     import transformers
 
-    from rollout_equality.models import load_transformers_model
+    from rollout_equality.acquire.models import load_transformers_model
 
     config = transformers.AutoConfig.from_pretrained(path)
     if config.model_type != "albert":
@@ -139,7 +139,7 @@ def measure_albert(
     """
     import torch
 
-    from rollout_equality.io import progress
+    from rollout_equality.runtime.files import progress
 
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -202,16 +202,16 @@ def unroll_albert(
 
     The model's files are checked against what ``prepare_model`` recorded and the inputs against their manifest
     (as rule measure checks them) before anything runs; the provenance names the model's files and hashes, the
-    data set's digest and what decides the bits (:func:`rollout_equality.compute.provenance`)."""
+    data set's digest and what decides the bits (:func:`rollout_equality.runtime.device.provenance`)."""
     import pyarrow as pa
     import torch
 
-    from rollout_equality.compute import provenance
-    from rollout_equality.data import load_inputs
-    from rollout_equality.io import write_json, write_parquet
+    from rollout_equality.acquire.data import load_inputs
+    from rollout_equality.acquire.models import random_seed
+    from rollout_equality.config.paths import MODEL_INFO
     from rollout_equality.measure import check_model, model_record
-    from rollout_equality.models import random_seed
-    from rollout_equality.paths import MODEL_INFO
+    from rollout_equality.runtime.device import provenance
+    from rollout_equality.runtime.files import write_json, write_parquet
 
     name = model_info.get("name")
     check_model(model_info, f"prepare it again (snakemake --forcerun prepare_model {MODEL_INFO.format(model=name)})")

@@ -21,9 +21,9 @@ import logging
 import numpy as np
 import pandas as pd
 
-from rollout_equality.dobrushin import kappa
+from rollout_equality.condition.dobrushin import kappa
 from rollout_equality.dynamics import sphere as dy
-from rollout_equality.io import progress
+from rollout_equality.runtime.files import progress
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rollout_equality.config.paths import ALBERT_REPORT, SIMULATION_FIGURES, SIMULATION_REPORT
+from rollout_equality.config.paths import SIMULATIONS as SIMULATION_FILES  # the files simulate_dynamics writes, by key
 from rollout_equality.dynamics.consensus import EXPERIMENTS, run_experiment, split_share
-from rollout_equality.formats import write_csv, write_html, write_latex
-from rollout_equality.io import atomic_path, progress, require_paths, write_json
-from rollout_equality.paths import ALBERT_REPORT, SIMULATION_FIGURES, SIMULATION_REPORT
-from rollout_equality.paths import SIMULATIONS as SIMULATION_FILES  # the files simulate_dynamics writes, by key
+from rollout_equality.reporting.writers import write_csv, write_html, write_latex
+from rollout_equality.runtime.files import atomic_path, progress, require_paths, write_json
 
 BETA_SWEEP_COLUMNS = ["beta", "spectral_radius", "stable", "basin_radius", "uniform_bipartite"]
 
@@ -85,7 +85,7 @@ def report_simulations(sim: Mapping[str, str | os.PathLike], out: Mapping[str, s
     """From the simulations' files (``sim``, keys :data:`SIMULATION_FILES`): the summary CSV, the
     stability, basin and β-sweep LaTeX tables (``out``, keys :data:`SIMULATION_REPORT`), and one
     figure per experiment plus the basin figure (``out``: ``<name>_pdf``, ``<name>_png``)."""
-    from rollout_equality import figures
+    from rollout_equality.reporting import figures
 
     require_paths(sim, SIMULATION_FILES, "report_simulations")
     require_paths(
@@ -204,8 +204,8 @@ def basin_figure(basin: pd.DataFrame, sweep: pd.DataFrame, info: dict):
 def report_albert(records_path, info_path, out: Mapping[str, str | os.PathLike], table_steps) -> None:
     """Per-step table (CSV at ``out["steps"]``, LaTeX at ``out["tex"]`` for the steps in ``table_steps``)
     and the step figure (``out["pdf"]``, ``out["png"]``)."""
-    from rollout_equality import figures
     from rollout_equality.dynamics.albert import summarise
+    from rollout_equality.reporting import figures
 
     require_paths(out, ALBERT_REPORT, "report_albert")
     records = pd.read_parquet(records_path)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rollout_equality.dobrushin import DEFAULT_ROW_SUM_ATOL, rollout_kappa
+from rollout_equality.condition.dobrushin import DEFAULT_ROW_SUM_ATOL, rollout_kappa
 
 __all__ = [
     "Heads",

@@ -44,9 +44,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from rollout_equality.claims import COLUMNS as CLAIM_COLUMNS
-from rollout_equality.paths import SUITE_TABLES_DIR
-from rollout_equality.stats import SPECIAL_TOKEN_COLUMNS
+from rollout_equality.config.paths import SUITE_TABLES_DIR
+from rollout_equality.reporting.claims import COLUMNS as CLAIM_COLUMNS
+from rollout_equality.reporting.stats import SPECIAL_TOKEN_COLUMNS
 
 ALPHA = 0.05
 """The family-wise error rate Holm's correction keeps: the chance of calling any row different when none is."""

@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from rollout_equality.io import atomic_path  # noqa: E402
-from rollout_equality.paths import FIGURE_NAMES as SUITE_FIGURES  # noqa: E402
+from rollout_equality.config.paths import FIGURE_NAMES as SUITE_FIGURES  # noqa: E402
+from rollout_equality.runtime.files import atomic_path  # noqa: E402
 
 # Fixed metadata keeps PDFs byte-identical between runs.
 _PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
@@ -25,7 +25,7 @@ DPI = 200
 """The resolution of every figure (points to pixels: ``pt / 72 * DPI``)."""
 FONT_PT = {"title": 9, "label": 8, "tick": 7, "note": 6.5}
 """The font sizes of the figures (points), by role: titles, axis labels, tick labels and legends, notes in the plot.
-None is smaller than ``min(FONT_PT.values())``: tests/test_docs.py checks that it reads at the size a page shows the
+None is smaller than ``min(FONT_PT.values())``: tests/repository/test_docs.py checks that it reads at the size a page shows the
 figure."""
 
 
@@ -95,7 +95,7 @@ GROUPS = {  # kind of run -> the heading of its rows, in reading order
 
 def _seeded(records: pd.DataFrame) -> set[tuple[str, str]]:
     """The (model, dataset) pairs of the seeded runs (FT-Transformer) in layer or rollout records."""
-    from rollout_equality.records import run_seeds
+    from rollout_equality.condition.records import run_seeds
 
     return set(run_seeds(records)[["model", "dataset"]].itertuples(index=False, name=None))
 
@@ -103,7 +103,7 @@ def _seeded(records: pd.DataFrame) -> set[tuple[str, str]]:
 def run_groups(records: pd.DataFrame, kinds: Mapping[str, str]) -> list[tuple[str, list[tuple[str, str]]]]:
     """The (model, dataset) runs of ``records`` in reading order, as (kind, runs) for each kind of :data:`GROUPS`
     present: trained models, untrained controls, FT-Transformer runs (the seeded records). ``kinds``: each model's
-    kind by its config entry (:func:`rollout_equality.config.model_kinds`). Within a group, runs keep the order of
+    kind by its config entry (:func:`rollout_equality.config.checks.model_kinds`). Within a group, runs keep the order of
     the records (the suite's order in config.yaml)."""
     seeded = _seeded(records)
     runs = list(dict.fromkeys(zip(records["model"], records["dataset"])))
@@ -151,9 +151,9 @@ def _group_rules(axes, rows) -> None:
 
 def _bands(spec, groups, token_sets) -> dict[tuple[str, str, str], tuple[float, float, str]]:
     """{(model, dataset, token set): (low, high, claim)}: the claimed range each run is read against
-    (:func:`rollout_equality.claims.compared_range`)."""
-    from rollout_equality.claims import compared_range
-    from rollout_equality.config import FTT_PREFIX
+    (:func:`rollout_equality.reporting.claims.compared_range`)."""
+    from rollout_equality.config.checks import FTT_PREFIX
+    from rollout_equality.reporting.claims import compared_range
 
     found = {}
     for kind, runs in groups:
@@ -190,7 +190,7 @@ def depth_figure(
     Each row spans its model's depth, first to last layer, in equal cells (so a 6-layer and a 24-layer model share
     the axis of normalised depth); the colour is the share of inputs for which the condition holds in that layer.
     The strip at its right shows the rate over all input-layer pairs with its Wilson 95% interval (``rates``:
-    :func:`rollout_equality.stats.model_rates`) over a grey band, the range of the claim (``spec``: the config's
+    :func:`rollout_equality.reporting.stats.model_rates`) over a grey band, the range of the claim (``spec``: the config's
     ``claims:``) the run is read against: trained models their claims on that token set, untrained controls the
     random-matrix range, FT-Transformer its claim; red where the interval misses the band. Content tokens on the
     left, all tokens on the right; rows grouped by :func:`run_groups`.
@@ -199,7 +199,7 @@ def depth_figure(
 
     from matplotlib.collections import PatchCollection
 
-    from rollout_equality.claims import side
+    from rollout_equality.reporting.claims import side
 
     token_sets = ("content", "all")
     rows = _rows(groups)
@@ -370,7 +370,7 @@ def heatmap_figure(panels: list[tuple[np.ndarray, np.ndarray, int, str]]) -> plt
     (i,j), (j,i) of the pair of rows at maximal TV distance, whose self-dominance
     decides the condition.
     """
-    from rollout_equality.dobrushin import pairwise_tv
+    from rollout_equality.condition.dobrushin import pairwise_tv
 
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
     for ax, (attention, special, layer, title) in zip(axes[0], panels):
@@ -421,13 +421,13 @@ def write_suite_figures(
     """Depth, slack, rollout and heatmap figures of one suite, each as PDF and PNG at the paths in ``out``.
 
     Rows and panels are grouped by :func:`run_groups` (``kinds``: each model's kind by its config entry,
-    :func:`rollout_equality.config.model_kinds`), in the order of ``record_paths`` within a group; the depth figure
+    :func:`rollout_equality.config.checks.model_kinds`), in the order of ``record_paths`` within a group; the depth figure
     sets each run beside the range of the claim (``claims``: the config's ``claims:``) it is read against. The
     heatmap figure has a panel for each of the first ``heatmaps`` dumps that hold attention (the suite's experiments
     marked ``heatmap: true`` come first in ``dump_paths``).
     """
-    from rollout_equality.records import read_records
-    from rollout_equality.stats import depth_rates, model_rates
+    from rollout_equality.condition.records import read_records
+    from rollout_equality.reporting.stats import depth_rates, model_rates
 
     paths = {name: [Path(out[f"{name}_pdf"]), Path(out[f"{name}_png"])] for name in SUITE_FIGURES}
     records = pd.concat([read_records(p) for p in record_paths], ignore_index=True)

@@ -1,6 +1,6 @@
 """The per-head and fusion tables and the heads × layers figure of a suite (rule write_head_tables).
 
-They read the heads files (:mod:`rollout_equality.heads`) beside the head-averaged records, which they leave as they
+They read the heads files (:mod:`rollout_equality.condition.heads`) beside the head-averaged records, which they leave as they
 are: every other table, figure and the claims are the same bytes whether a suite measures heads or not.
 
 * ``head_rates``: per (model, data set, token set), the share of (input, layer, head) triples where the condition
@@ -21,11 +21,11 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from rollout_equality.baseline import wilson_interval
-from rollout_equality.formats import write_csv, write_html
-from rollout_equality.heads import FUSIONS, PAPER_FUSION
-from rollout_equality.io import require_paths
-from rollout_equality.paths import HEAD_TABLE_NAMES, HEAD_TABLES
+from rollout_equality.condition.baseline import wilson_interval
+from rollout_equality.condition.heads import FUSIONS, PAPER_FUSION
+from rollout_equality.config.paths import HEAD_TABLE_NAMES, HEAD_TABLES
+from rollout_equality.reporting.writers import write_csv, write_html
+from rollout_equality.runtime.files import require_paths
 
 RUN = ["model", "dataset", "token_set"]
 
@@ -139,12 +139,12 @@ PANELS_PER_ROW = 5
 
 def heads_figure(cells: pd.DataFrame, groups, token_set: str = "content"):
     """Heads × layers heat maps of the per-head rate (``token_set``), one panel per run with per-head rows, in the
-    order of ``groups`` (:func:`rollout_equality.figures.run_groups`: trained models, then their untrained controls,
+    order of ``groups`` (:func:`rollout_equality.reporting.figures.run_groups`: trained models, then their untrained controls,
     then FT-Transformer; :data:`PANELS_PER_ROW` to a row), so that trained models stand above their controls."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    from rollout_equality.figures import FONT_PT, GROUPS
+    from rollout_equality.reporting.figures import FONT_PT, GROUPS
 
     cells = cells[cells["token_set"] == token_set]
     rows = [(kind, [run for run in runs if run in set(zip(cells["model"], cells["dataset"]))]) for kind, runs in groups]
@@ -194,9 +194,9 @@ def write_head_tables(
     kinds: Mapping[str, str],
 ) -> None:
     """The head tables (CSV and HTML) and the heads figure (PDF and PNG) of one suite at the paths in ``out``
-    (:data:`rollout_equality.paths.HEAD_TABLES`'s keys)."""
-    from rollout_equality.figures import run_groups, write_figure
-    from rollout_equality.records import read_records
+    (:data:`rollout_equality.config.paths.HEAD_TABLES`'s keys)."""
+    from rollout_equality.condition.records import read_records
+    from rollout_equality.reporting.figures import run_groups, write_figure
 
     require_paths(out, HEAD_TABLES, "write_head_tables")
 

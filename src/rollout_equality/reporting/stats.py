@@ -1,14 +1,14 @@
 """Statistics of records: condition rates with Wilson 95% intervals, per model, per layer, per depth.
 
-Pure functions of a records table (:mod:`rollout_equality.records`); the claims
-(:mod:`rollout_equality.claims`) and the tables (:mod:`rollout_equality.tables`) read them.
+Pure functions of a records table (:mod:`rollout_equality.condition.records`); the claims
+(:mod:`rollout_equality.reporting.claims`) and the tables (:mod:`rollout_equality.reporting.suite_tables`) read them.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from rollout_equality.baseline import wilson_interval
+from rollout_equality.condition.baseline import wilson_interval
 
 
 def _wilson_rows(groups, keys: list[str]) -> list[dict]:
@@ -47,8 +47,8 @@ def layer_rates(records: pd.DataFrame) -> pd.DataFrame:
 
 def with_seeds(rates: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
     """``rates`` (keyed by model and data set) with the records' ``seed`` column: the run's seed, <NA> for models
-    that have none (:func:`rollout_equality.records.run_seeds`)."""
-    from rollout_equality.records import run_seeds
+    that have none (:func:`rollout_equality.condition.records.run_seeds`)."""
+    from rollout_equality.condition.records import run_seeds
 
     return rates.merge(run_seeds(records), on=["model", "dataset"], how="left").astype({"seed": "Int64"})
 

@@ -46,7 +46,7 @@ THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREAD
 _READ_AT_IMPORT = ("numba", "huggingface_hub", "datasets")
 
 
-_READ_CODE_PATH = ("torch", "numba", "rollout_equality._kernels")
+_READ_CODE_PATH = ("torch", "numba", "rollout_equality.condition.kernels")
 """The modules that read a code path's variables when they start (torch for ATen, MKL and oneDNN; numba, and the
 analysis kernels it compiles)."""
 
@@ -64,7 +64,7 @@ def code_path(name: str) -> None:
     if loaded:
         raise RuntimeError(
             f"{', '.join(loaded)} imported before code_path {name!r} was set: set it first "
-            "(rollout_equality.job.prelude), so that torch, MKL, oneDNN and numba read it when they start"
+            "(rollout_equality.runtime.prelude.prelude), so that torch, MKL, oneDNN and numba read it when they start"
         )
     for variable in {v for path in CODE_PATHS.values() for v in path}:
         os.environ.pop(variable, None)
@@ -79,7 +79,7 @@ def prelude(threads: int, code_path_name: str = "native") -> None:
     early = [m for m in _READ_AT_IMPORT if m in sys.modules]
     if early:
         raise RuntimeError(
-            f"{', '.join(early)} imported before the job prelude: call rollout_equality.job.prelude first in the"
+            f"{', '.join(early)} imported before the job prelude: call rollout_equality.runtime.prelude.prelude first in the"
             " script, so that the offline and thread settings are read"
         )
     code_path(code_path_name)

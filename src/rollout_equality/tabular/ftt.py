@@ -28,13 +28,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rollout_equality import hub
-from rollout_equality.compute import deterministic_cuda, provenance
-from rollout_equality.heads import OFF, HeadSettings
-from rollout_equality.io import atomic_path, progress, write_text
-from rollout_equality.schema import choices
-from rollout_equality.settings import Condition
-from rollout_equality.tabular import load_prepared
+from rollout_equality.acquire import hub
+from rollout_equality.condition.heads import OFF, HeadSettings
+from rollout_equality.config.schema import choices
+from rollout_equality.config.settings import Condition
+from rollout_equality.runtime.device import deterministic_cuda, provenance
+from rollout_equality.runtime.files import atomic_path, progress, write_text
+from rollout_equality.tabular.prepare import load_prepared
 
 log = logging.getLogger(__name__)
 

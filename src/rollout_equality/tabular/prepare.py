@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rollout_equality.data import sha256_bytes
-from rollout_equality.io import atomic_path, resolve_path, write_json
-from rollout_equality.paths import TABLE_RAW
-from rollout_equality.schema import choices
+from rollout_equality.acquire.data import sha256_bytes
+from rollout_equality.config.paths import TABLE_RAW
+from rollout_equality.config.schema import choices
+from rollout_equality.runtime.files import atomic_path, resolve_path, write_json
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def _table_ways_out(name: str, cache_dir: str | os.PathLike) -> str:
 
 def _unavailable(name: str, what: str, err: Exception, cache_dir) -> TableUnavailableError:
     """An error that names the real cause; only a connection failure offers the ways out."""
-    from rollout_equality import hub
+    from rollout_equality.acquire import hub
 
     if hub.connection_failure(err):
         return TableUnavailableError(
@@ -156,7 +156,7 @@ def load_sklearn(name: str, table: str, cache_dir: str | os.PathLike) -> tuple[p
 
 def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> tuple[pd.DataFrame, str]:
     """(table with features and target, target column) of a tabular source; downloads are cached under ``cache_dir``."""
-    from rollout_equality.config import checked
+    from rollout_equality.config.checks import checked
 
     source = checked(("$defs", "table_source"), f"tabular data set {name!r}: source", spec["source"])
     if "openml" in source:

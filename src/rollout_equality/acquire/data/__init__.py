@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rollout_equality import hub
-from rollout_equality.io import write_json
+from rollout_equality.acquire import hub
+from rollout_equality.runtime.files import write_json
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def _what(name: str, spec: dict[str, Any]) -> str:
 
 
 def hub_selector(name: str, spec: dict[str, Any]):
-    """``select(tree, commit)`` for :func:`rollout_equality.hub.snapshot` and :func:`~rollout_equality.hub.list_files`:
+    """``select(tree, commit)`` for :func:`rollout_equality.acquire.hub.snapshot` and :func:`~rollout_equality.acquire.hub.list_files`:
     the files of a hub data set entry's split (``data_files`` patterns, or configuration ``name`` of the card's
     ``configs:`` header, the card read at ``commit``). Raises :class:`DataUnavailableError` naming what matched nothing."""
     path, split, what = spec["path"], spec["split"], _what(name, spec)
@@ -123,7 +123,7 @@ def load_hub_dataset(name: str, spec: dict[str, Any], way_out: str, local_dir: s
     ``spec``: ``path``, ``revision`` (a commit, or a branch resolved to its commit and recorded),
     ``split``, and which files hold the split: ``data_files`` (patterns, as datasets reads them),
     or ``name``, a configuration of the card's ``configs:`` header. Only those files are
-    downloaded (:func:`rollout_equality.hub.snapshot`, into ``local_dir``), so that a second run
+    downloaded (:func:`rollout_equality.acquire.hub.snapshot`, into ``local_dir``), so that a second run
     with ``HF_HUB_OFFLINE=1`` reads them from disk; ``datasets`` loads the local copy. Failures
     raise :class:`DataUnavailableError` naming the cause (a loading-script data set, a
     configuration or pattern that matches nothing, an unknown revision, ...); only a connection
@@ -188,14 +188,14 @@ def read_manifest(data_dir: str | os.PathLike) -> dict[str, Any]:
 def prepare_data(name: str, spec: dict[str, Any], out_dir: str | os.PathLike) -> dict[str, Any]:
     """Prepare data set ``name`` from its config entry into ``out_dir``; return the manifest. The entry is checked
     against the schema first (its modality, its one source), and completed with the schema's defaults."""
-    from rollout_equality.config import checked
+    from rollout_equality.config.checks import checked
 
     spec = checked(("properties", "datasets", "additionalProperties"), f"data set {name!r}", spec)
     if spec["modality"] == "text":
-        from rollout_equality.data.text import prepare_text
+        from rollout_equality.acquire.data.text import prepare_text
 
         return prepare_text(name, spec, out_dir)
-    from rollout_equality.data.images import prepare_images
+    from rollout_equality.acquire.data.images import prepare_images
 
     return prepare_images(name, spec, out_dir)
 

@@ -31,8 +31,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rollout_equality.data import image_sha256, load_hub_dataset, write_manifest
-from rollout_equality.io import atomic_path, progress
+from rollout_equality.acquire.data import image_sha256, load_hub_dataset, write_manifest
+from rollout_equality.runtime.files import atomic_path, progress
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 IMAGENET_NAME = re.compile(r"imagenet_(\d+)_(\d+)\.(?:jpg|jpeg|png)")
@@ -97,7 +97,7 @@ def _source(
     from PIL import Image
 
     if "files" in source or "imagenet_files" in source:
-        from rollout_equality.io import resolve_path
+        from rollout_equality.runtime.files import resolve_path
 
         refs = list(source.get("files") or source["imagenet_files"])
         try:

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from rollout_equality.data import load_hub_dataset, sha256_bytes, write_manifest
-from rollout_equality.io import atomic_path
+from rollout_equality.acquire.data import load_hub_dataset, sha256_bytes, write_manifest
+from rollout_equality.runtime.files import atomic_path
 
 
 def documents(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[tuple[str, str]], dict]:

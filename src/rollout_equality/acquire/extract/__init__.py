@@ -1,7 +1,7 @@
 """Attention extraction: one backend per library, one interface.
 
 ``load(info, device)`` returns an extractor for a prepared model (see
-:mod:`rollout_equality.models`). Calling it on a list of inputs (strings for
+:mod:`rollout_equality.acquire.models`). Calling it on a list of inputs (strings for
 text models, PIL images for image models) returns, for each input alone, its
 head-averaged attention over its own tokens (padding removed) and its
 special-token mask:
@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rollout_equality.compute import resolve_device
-from rollout_equality.schema import choices
+from rollout_equality.config.schema import choices
+from rollout_equality.runtime.device import resolve_device
 
 
 class Extractor(Protocol):
@@ -73,10 +73,10 @@ def load(info: dict, device: str, *, max_tokens: int | None = None, image_backen
             f"model {info.get('name')!r} reads images: give image_backend ({' or '.join(backends)}; "
             "config.yaml's extraction.image_backend)"
         )
-    from rollout_equality.models import random_seed
+    from rollout_equality.acquire.models import random_seed
 
     if info["backend"] == "transformers":
-        from rollout_equality.extract.transformers_backend import TransformersExtractor
+        from rollout_equality.acquire.extract.transformers_backend import TransformersExtractor
 
         return TransformersExtractor(
             info["path"],
@@ -89,7 +89,7 @@ def load(info: dict, device: str, *, max_tokens: int | None = None, image_backen
     if info["backend"] == "timm":
         if info["modality"] != "image":
             raise ValueError(f"model {info.get('name')!r}: the timm backend reads images only")
-        from rollout_equality.extract.timm_backend import TimmExtractor
+        from rollout_equality.acquire.extract.timm_backend import TimmExtractor
 
         return TimmExtractor(
             info["path"], device, random_init=info.get("random_init") if random_seed(info) is not None else None

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from rollout_equality.compute import exact_float32
-from rollout_equality.extract import NoAttentionError, square_attention
+from rollout_equality.acquire.extract import NoAttentionError, square_attention
+from rollout_equality.runtime.device import exact_float32
 
 
 def save_timm(model: torch.nn.Module, architecture: str, out_dir: str | Path, model_args: dict | None = None) -> None:
@@ -53,11 +53,11 @@ def load_timm(path: str | Path) -> torch.nn.Module:
 class TimmExtractor:
     def __init__(self, path: str, device: str, random_init: dict | None = None):
         """``random_init``: the entry of a random model, its weights drawn from its seed
-        (:func:`rollout_equality.models.load_timm_model`); else the weights in ``path``."""
+        (:func:`rollout_equality.acquire.models.load_timm_model`); else the weights in ``path``."""
         import timm
         import timm.data
 
-        from rollout_equality.models import load_timm_model
+        from rollout_equality.acquire.models import load_timm_model
 
         self.path, self.device = path, device
         exact_float32()

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from rollout_equality.compute import exact_float32
-from rollout_equality.extract import NoAttentionError, square_attention
+from rollout_equality.acquire.extract import NoAttentionError, square_attention
+from rollout_equality.runtime.device import exact_float32
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class TransformersExtractor:
         """``seed``: a ``random_init`` model, its weights drawn from the seed (:func:`load_transformers_model`)."""
         import transformers
 
-        from rollout_equality.models import load_transformers_model
+        from rollout_equality.acquire.models import load_transformers_model
 
         self.path, self.modality, self.device, self.max_tokens = path, modality, device, max_tokens
         exact_float32()

