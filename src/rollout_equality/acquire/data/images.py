@@ -97,7 +97,7 @@ def _source(
     from PIL import Image
 
     if "files" in source or "imagenet_files" in source:
-        from rollout_equality.runtime.files import resolve_path
+        from rollout_equality.acquire.installed import resolve_path
 
         refs = list(source.get("files") or source["imagenet_files"])
         try:
