@@ -74,9 +74,10 @@ def ftt_digests(config: dict, steps: int, scratch: Path) -> list[list[str]]:
     after each of ``steps`` steps (see the module)."""
     import torch
 
+    from rollout_equality.acquire.tables import load_raw
     from rollout_equality.config.checks import resolved_tables
     from rollout_equality.tabular.ftt import _inputs, _loss, build_model
-    from rollout_equality.tabular.prepare import load_raw, prepare_tabular
+    from rollout_equality.tabular.prepare import prepare_tabular
 
     spec = resolved_tables(config)[TABLE]
     raw, target = load_raw(TABLE, spec, scratch / "cache")

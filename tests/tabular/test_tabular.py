@@ -8,16 +8,11 @@ import pytest
 import torch
 from schema import REPO, validated
 
+from rollout_equality.acquire.tables import load_raw
 from rollout_equality.condition.records import read_records
 from rollout_equality.config.settings import Condition
 from rollout_equality.tabular.ftt import _inputs, block_attention, build_model, load_trained, measure_ftt, train_ftt
-from rollout_equality.tabular.prepare import (
-    TableUnavailableError,
-    load_prepared,
-    load_raw,
-    prepare_tabular,
-    split_indices,
-)
+from rollout_equality.tabular.prepare import load_prepared, prepare_tabular, split_indices
 
 ADULT = {
     "task": "binclass",
@@ -197,24 +192,6 @@ def test_bad_tables_raise(tmp_path):
     with pytest.raises(ValueError, match="task must be one of"):
         prepare_tabular("t", {**spec, "task": "ranking"}, raw, "y", *out, **split)
     assert not any(p.exists() for p in out)  # nothing half-written
-    with pytest.raises(FileNotFoundError, match="not installed"):
-        load_raw(
-            "t",
-            {
-                "task": "binclass",
-                "source": {"csv": {"path": "dist:no-such-dist:x.csv", "target": "y", "header": "infer"}},
-            },
-            tmp_path,
-        )
-    with pytest.raises(ValueError, match=r"data set 't': source: .*give exactly one of openml, sklearn, csv; got \["):
-        load_raw("t", {"task": "binclass", "source": {"sklearn": "diabetes", "openml": {"id": 1590}}}, tmp_path)
-
-
-def test_openml_unreachable_fails_fast_naming_the_data_set(tmp_path, host_lookups):
-    with pytest.raises(TableUnavailableError) as err:
-        load_raw("adult", {"task": "binclass", "source": {"openml": {"id": 1590, "target": "class"}}}, tmp_path)
-    assert host_lookups == ["www.openml.org"]  # one attempt, no retry loop (counted, not timed)
-    assert "adult" in str(err.value) and "OpenML 1590" in str(err.value) and "offline" in str(err.value)
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,9 @@ from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
+from rollout_equality.acquire.tables import read_table
 from rollout_equality.runtime.files import logging_to
-from rollout_equality.tabular.prepare import prepare_tabular, read_table
+from rollout_equality.tabular.prepare import prepare_tabular
 
 with logging_to(snakemake.log[0]):
     raw, target = read_table(snakemake.input[0])

@@ -196,7 +196,7 @@ def check_openml(name: str, source: dict[str, Any], cache_dir: str | os.PathLike
     """OpenML: the data set description (cached by openml-python under ``cache_dir/openml``)."""
     import openml
 
-    from rollout_equality.tabular.prepare import openml_target
+    from rollout_equality.acquire.tables import openml_target
 
     dataset_id, target = int(source["id"]), source.get("target")
     check = Check("table", name, f"OpenML {dataset_id}", "description")
