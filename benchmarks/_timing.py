@@ -4,7 +4,7 @@ import os
 import statistics
 import time
 
-from rollout_equality.runtime.device import cpu_model
+from rollout_equality.runtime.provenance import cpu_model
 
 
 def median_time(fn, repeats: int) -> float:

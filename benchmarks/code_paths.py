@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))  # this checkout's library (its code paths, its extractors)
 from _timing import cpu_model  # noqa: E402
 
-from rollout_equality.runtime.prelude import CODE_PATHS  # noqa: E402
+from rollout_equality.runtime.code_paths import CODE_PATHS  # noqa: E402
 
 VARIANTS = {  # one library forced at a time, then the code paths the config may fix (rollout_equality.runtime.prelude)
     "native": {},
@@ -79,7 +79,7 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
     torch.set_num_threads(threads)
     from rollout_equality.acquire.data import load_inputs
     from rollout_equality.acquire.extract import load
-    from rollout_equality.cli import load_config
+    from rollout_equality.config.load import load_config
     from rollout_equality.config.settings import Condition, Extraction, from_section
     from rollout_equality.measure import measure_inputs, read_model_info
     from rollout_equality.tabular.ftt import train_ftt
@@ -125,9 +125,12 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
             condition=condition,
             batch_size=1,
             threads=threads,
+            dump_inputs=0,
+            overlap=False,
+            batch_by_length=False,
         )
         start, cpu = time.perf_counter(), _cpu_seconds()
-        layer_rows, rollout_rows, dump = measure_inputs(
+        layer_rows, rollout_rows, dump, *_ = measure_inputs(
             extractor,
             ids[:count],
             inputs[:count],
@@ -137,6 +140,8 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
             batch_size=batch,
             threads=threads,
             dump_inputs=count,  # the attention the records were computed from
+            overlap=False,
+            batch_by_length=False,
         )
         attention = [dump[f"{i}/attention"] for i in ids[:count]]
         model = label
@@ -191,7 +196,7 @@ def main() -> int:
             subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
             results[name] = (json.loads(out.with_suffix(".json").read_text()), dict(np.load(out.with_suffix(".npz"))))
 
-    from rollout_equality.cli import load_config
+    from rollout_equality.config.load import load_config
 
     batch = load_config([str(REPO / "config.yaml")])["tabular"]["training"]["batch_size"]
     table = compare(results, args.variants, threads=args.threads, steps=args.epochs * -(-TRAIN_ROWS // batch))

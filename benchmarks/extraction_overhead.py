@@ -29,12 +29,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 from _timing import interleaved_medians, table_row
 
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine
 from rollout_equality.condition.heads import FUSIONS, OFF, HeadSettings
-from rollout_equality.config.schema import with_section_defaults
+from rollout_equality.config.load import load_config
 from rollout_equality.config.settings import Condition, from_section
 from rollout_equality.measure import measure_inputs
 
@@ -112,7 +111,7 @@ def extractor_of(with_attention, device, seen: dict):
 
 
 def main():
-    config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))
+    config = load_config([str(REPO / "config.yaml")])
     controls = {name: spec for name, spec in config["models"].items() if "random_init" in spec}
     names = ARGS.models or list(controls)
     device = torch.device(ARGS.device)
@@ -122,7 +121,15 @@ def main():
         f" {'ratio f64':>10} {'ratio seq':>10} {'ratio ovl':>10} {'ratio hds':>10}"
     )
     condition = from_section(Condition, config["condition"])
-    settings = dict(model="m", dataset="d", condition=condition, batch_size=ARGS.batch, threads=torch.get_num_threads())
+    settings = dict(
+        model="m",
+        dataset="d",
+        condition=condition,
+        batch_size=ARGS.batch,
+        threads=torch.get_num_threads(),
+        dump_inputs=0,
+        batch_by_length=False,
+    )
     per_input = {}
     rows = []
     for name in names:

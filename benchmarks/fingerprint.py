@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from rollout_equality.fingerprint import STEPS, compare, fingerprint
-from rollout_equality.runtime.prelude import CODE_PATHS
+from rollout_equality.runtime.code_paths import CODE_PATHS
 
 REPO = Path(__file__).resolve().parents[1]
 KEPT = REPO / "benchmarks/fingerprint.json"

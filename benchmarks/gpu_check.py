@@ -7,7 +7,7 @@ Two steps, because a GPU machine may have no network, no snakemake and no data w
     # on the GPU machine, with its own python (torch, transformers, timm, numba, numpy, pandas, pyarrow):
     PYTHONPATH=src python3 benchmarks/gpu_check.py run --bundle .whl/gpu_check [--device cuda] [--out DIR]
 
-``bundle`` writes a self-contained folder: every untrained control of config.yaml's paper architectures as
+``bundle`` writes a self-contained folder: config.yaml as the loader completed it, every untrained control of config.yaml's paper architectures as
 prepared by the workflow (configuration, tokenizer or image processor; the weights are drawn from the seed at
 load), the first images and text segments of the offline data sets, the prepared UCI Adult table, and the wheels
 of the pure-Python packages the library needs beyond such a machine's (rtdl_revisiting_models). ``run`` adds them
@@ -51,11 +51,9 @@ def paper_controls(config: dict) -> dict[str, str]:
 
 def bundle(run: Path, out: Path, inputs: int) -> None:
     """Write the bundle ``run`` reads (see the module) from the prepared resources of the run in ``run``."""
-    import yaml
+    from rollout_equality.config.load import load_config
 
-    from rollout_equality.config.schema import with_section_defaults
-
-    config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))
+    config = load_config([str(REPO / "config.yaml")])
     if out.exists():
         shutil.rmtree(out)
     (out / "models").mkdir(parents=True)
@@ -92,6 +90,7 @@ def bundle(run: Path, out: Path, inputs: int) -> None:
         ],
         check=True,
     )
+    (out / "config.json").write_text(json.dumps(config))  # loaded here: the GPU machine needs no jsonschema
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"bundle {out}: {size / 1e6:.1f} MB")
 
@@ -160,13 +159,14 @@ def check_architectures(bundle_dir: Path, device: str, config: dict, batch: int,
         info = read_model_info(bundle_dir / "models" / control / "model.json")
         ids, inputs = data[info["modality"]]
         common = dict(model=control, dataset="bundle", condition=condition, batch_size=batch, threads=threads)
+        common.update(dump_inputs=0, batch_by_length=False)
         runs, times = {}, {}
         for where in ("cpu", device):
             ex = load(info, where, max_tokens=extraction["max_tokens"], image_backend=extraction.get("image_backend"))
             ex(inputs[:1])  # warm-up: kernels, allocator, cuDNN plans
             timed = _timed(ex, where)
             start = time.perf_counter()
-            runs[where] = measure_inputs(timed, ids, inputs, **common)
+            runs[where] = measure_inputs(timed, ids, inputs, overlap=False, **common)
             total = time.perf_counter() - start
             times[where] = {"forward": timed.seconds / len(ids), "sequential": total / len(ids)}
             if where != "cpu":
@@ -242,13 +242,12 @@ def run(
     for wheel in sorted((bundle_dir / "wheels").glob("*.whl")):  # pure-Python wheels import from their zip
         sys.path.insert(0, str(wheel))
     import torch
-    import yaml
 
-    from rollout_equality.config.schema import with_section_defaults
-    from rollout_equality.runtime.device import provenance, resolve_device
+    from rollout_equality.runtime.device import resolve_device
+    from rollout_equality.runtime.provenance import provenance
 
     device = resolve_device(device)
-    config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))
+    config = json.loads((bundle_dir / "config.json").read_text())  # config.yaml as the loader completed it
     facts = provenance(device, threads=config["extraction"].get("threads", 2))
     print(json.dumps(facts), flush=True)
     start = time.perf_counter()

@@ -20,10 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine, _analyse, restrict
-from rollout_equality.config.schema import with_section_defaults
+from rollout_equality.config.load import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -106,7 +105,7 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=4)
     parser.add_argument("--ftt-epochs", type=int, default=10)
     args = parser.parse_args()
-    config = with_section_defaults(yaml.safe_load((REPO / "config.yaml").read_text()))
+    config = load_config([str(REPO / "config.yaml")])
     tmp = Path(tempfile.mkdtemp())
     sources = [
         (

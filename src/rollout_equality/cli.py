@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rollout_equality.config.load import load_config
 from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR
 
 
@@ -51,7 +52,7 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     import yaml
 
     from rollout_equality.acquire.data import prepare_data
-    from rollout_equality.config.checks import with_defaults
+    from rollout_equality.config.load import with_defaults
     from rollout_equality.runtime.files import logging_to
 
     spec = (
@@ -66,7 +67,7 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 def _cmd_measure(args: argparse.Namespace) -> int:
     """Measure a model on a prepared data set or on text / image files, through the workflow's own entry point
     (:func:`rollout_equality.measure.measure_and_write`), writing only ``--out`` and its rollout companion."""
-    from rollout_equality.runtime.prelude import code_path
+    from rollout_equality.runtime.code_paths import code_path
 
     out = Path(args.out)
     rollout_out = out.with_name(out.name.removesuffix(".parquet") + ".rollout.parquet")  # beside it, as --out says
@@ -104,6 +105,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
                 batch_size=extraction.batch_size,
                 settings={"max_tokens": extraction.max_tokens} if modality == "text" else None,
                 overlap=resolve_overlap(extraction.overlap, device), batch_by_length=extraction.batch_by_length,
+                dump_inputs=0,  # the command line writes no attention dump
             )  # fmt: skip
     print(
         f"{name}: the condition holds in {100 * rates['content']:.1f}% (content tokens) and {100 * rates['all']:.1f}% "
@@ -283,30 +285,6 @@ def _sections(args: argparse.Namespace, *names: str, config: dict | None = None)
         values = {**config[name], **{key: value for key, value in given.items() if value is not None}}
         records.append(from_section(SECTIONS[name], values))
     return records
-
-
-def load_config(paths: list[str]) -> dict:
-    """config.yaml files merged in order (as Snakemake's ``--configfile`` merges them), checked against the
-    schema with its defaults filled in. A whole config (every section a workflow run requires: a project's
-    config.yaml) is checked as a run checks it, its references too; anything less (an overlay alone, or no file at
-    all) is completed from the schema's defaults (:func:`rollout_equality.config.checks.partial_config`)."""
-    from importlib import resources
-
-    import yaml
-    from snakemake.utils import update_config, validate
-
-    from rollout_equality.config.checks import check_references, partial_config
-    from rollout_equality.config.schema import SCHEMA, node
-
-    config: dict = {}
-    for path in paths:
-        update_config(config, yaml.safe_load(Path(path).read_text()) or {})
-    if not all(section in config for section in node("required")):
-        return partial_config(config)
-    with resources.as_file(SCHEMA) as schema:
-        validate(config, str(schema))
-    check_references(config)
-    return config
 
 
 def _cmd_check_sources(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 
 Two machines that give other tables from the same config part somewhere: in the prepared inputs, in one op of
 FT-Transformer's first training step, in a later step, or in the transformers' forward pass. The fingerprint
-records, for each CPU code path (:data:`rollout_equality.runtime.prelude.CODE_PATHS`) it is run on, the digests of
+records, for each CPU code path (:data:`rollout_equality.runtime.code_paths.CODE_PATHS`) it is run on, the digests of
 
 * ``ftt``: UCI Adult prepared as the workflow prepares it (the arrays' digests); in the first training step of
   FT-Transformer (the config's recipe and seed 0, its batch size, in training mode: dropout on), the output of every
@@ -61,12 +61,6 @@ def digest(array: Any) -> str:
 
 
 # --- in the fresh process of one code path ---------------------------------------------------------------------
-
-
-def _config(configfile: str | os.PathLike) -> dict:
-    from rollout_equality.cli import load_config
-
-    return load_config([str(configfile)])
 
 
 def ftt_digests(config: dict, steps: int, scratch: Path) -> list[list[str]]:
@@ -164,7 +158,7 @@ def reported() -> dict[str, str]:
     """What the libraries say they run in this process: torch's CPU capability and numba's target."""
     import torch
 
-    from rollout_equality.runtime.device import numba_target
+    from rollout_equality.runtime.provenance import numba_target
 
     return {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "numba_target": numba_target()}
 
@@ -173,7 +167,7 @@ def _child(path: str, steps: str, parts: str, configfile: str, out: str) -> None
     """One code path's fingerprint, in this fresh process (its arguments as the command line gives them: ``steps``
     a number, ``parts`` comma-separated): the job prelude first (threads and code path as the workflow's
     FT-Transformer jobs set them), then the digests."""
-    from rollout_equality.cli import load_config
+    from rollout_equality.config.load import load_config
     from rollout_equality.runtime.prelude import prelude
 
     config = load_config([configfile])
@@ -216,7 +210,7 @@ def fingerprint(
     path's fingerprint (:func:`run_path`)."""
     import torch
 
-    from rollout_equality.runtime.device import cpu_model, versions
+    from rollout_equality.runtime.provenance import cpu_model, versions
 
     machine = {"cpu": cpu_model(), "native_capability": torch.backends.cpu.get_cpu_capability()}
     lock = Path(configfile).resolve().parent / "requirements/lock.txt"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
@@ -10,7 +9,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,23 +19,12 @@ from rollout_equality.condition.heads import OFF, HeadSettings, analyse_head_inp
 from rollout_equality.condition.records import TOKEN_SETS, analyse_inputs, write_records
 from rollout_equality.config.paths import MODEL_INFO
 from rollout_equality.config.settings import Condition, Extraction
-from rollout_equality.runtime.device import provenance, resolve_device
+from rollout_equality.runtime.device import resolve_device
 from rollout_equality.runtime.files import atomic_path, progress
+from rollout_equality.runtime.provenance import provenance
+from rollout_equality.runtime.threads import job_threads, torch_threads
 
 log = logging.getLogger(__name__)
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
-    """torch's intra-op threads set to ``n`` within the block, restored after it."""
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def batch_order(extractor: Extractor, inputs: list[Any]) -> list[int]:
@@ -73,18 +61,18 @@ def measure_inputs(
     condition: Condition,
     batch_size: int,
     threads: int,
+    dump_inputs: int,
+    overlap: bool,
+    batch_by_length: bool,
     seed: int | None = None,
-    dump_inputs: int = 0,
-    overlap: bool = False,
-    batch_by_length: bool = False,
     workers: int | None = None,
     engine: Engine = DEFAULT_ENGINE,
     heads: HeadSettings = OFF,
 ) -> Measured:
     """Run the extractor batch by batch and analyse each input alone, with the tolerances of ``condition``.
 
-    The options default to off (no dump, no overlap, batches in input order, no per-head analysis); the workflow's
-    settings come from config.yaml's ``extraction`` and ``analysis`` sections through :func:`measure`.
+    ``dump_inputs``, ``overlap`` and ``batch_by_length`` are config.yaml's ``extraction`` settings, given by the
+    caller (the workflow's through :func:`measure`); ``heads`` its ``analysis`` (default: head-averaged only).
 
     Returns a :class:`Measured`: layer rows, rollout rows, dumped attention of the first ``dump_inputs``
     inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``, and, where ``heads`` asks for them
@@ -92,14 +80,12 @@ def measure_inputs(
     head's attention: memory grows by the heads' count; the head-averaged rows are the same bit for bit).
     Memory stays bounded by two batches of attention maps.
 
-    Threads, and what they decide: the forward pass runs on ``threads`` torch threads (on a CPU a reduction split
-    over another number of threads adds in another order, so the config fixes it: ``extraction.threads``). The
-    analysis of a batch runs on ``workers`` threads (default: the job's, ``os.cpu_count()`` capped by the thread
-    variables the job prelude sets), one task per input and token set (:func:`rollout_equality.condition.records
-    .analyse_inputs`), with torch on one thread meanwhile, so that the rollout products each run on one thread:
-    the records are the same bit for bit for any number of workers (the compiled kernels give the same bits on
-    any number of threads; tests/acquire/test_extract.py checks the whole). ``engine``: how the analysis computes
-    (:class:`rollout_equality.condition.dobrushin.Engine`; the records are the same with every engine).
+    Threads (:mod:`rollout_equality.runtime.threads` says why): the forward pass runs on ``threads`` torch threads
+    (``extraction.threads``); the analysis of a batch on ``workers`` threads (default: the job's), one task per input
+    and token set (:func:`rollout_equality.condition.records.analyse_inputs`), with torch on one thread meanwhile: the
+    records are the same bit for bit for any number of workers (tests/acquire/test_extract.py checks it).
+    ``engine``: how the analysis computes (:class:`rollout_equality.condition.dobrushin.Engine`; the records are the
+    same with every engine).
 
     ``overlap``: analyse batch k on those workers while batch k + 1 runs through the network. Meant for
     a network on a GPU: torch keeps one CPU thread for the whole run (``threads`` is not used), which is the
@@ -159,12 +145,12 @@ def measure_inputs(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="analyse") as pool:
         if not overlap:
             for picked in progress(batches, desc=f"{model} on {dataset}", unit="batch"):
-                with _torch_threads(threads):
+                with torch_threads(threads):
                     batch = extract(picked)
-                with _torch_threads(1):
+                with torch_threads(1):
                     collect(picked, batch, analyse_batch(picked, batch))
         else:
-            with _torch_threads(1), ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as coordinator:
+            with torch_threads(1), ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as coordinator:
                 pending = None
                 for picked in progress(batches, desc=f"{model} on {dataset}", unit="batch"):
                     batch = extract(picked)
@@ -181,14 +167,6 @@ def measure_inputs(
     head_rows = [row for rows, _ in heads_by_input for row in rows]
     head_rollout_rows = [row for _, ro in heads_by_input for row in ro]
     return Measured(layer_rows, rollout_rows, dump, head_rows, head_rollout_rows)
-
-
-def job_threads() -> int:
-    """The threads this job may use: the count the job prelude gave torch (``OMP_NUM_THREADS``), else the CPUs."""
-    try:
-        return max(1, int(os.environ["OMP_NUM_THREADS"]))
-    except (KeyError, ValueError):
-        return os.cpu_count() or 1
 
 
 ATTENTION = "eager, each layer head-averaged in float32 as it is produced, analysed in float64 on the CPU"
@@ -209,12 +187,12 @@ def measure_and_write(
     device: str,
     threads: int,
     batch_size: int,
+    overlap: bool,
+    batch_by_length: bool,
+    dump_inputs: int,
     settings: dict[str, Any] | None = None,
     seed: int | None = None,
-    overlap: bool = False,
-    batch_by_length: bool = False,
     dump: str | os.PathLike | None = None,
-    dump_inputs: int = 0,
     attention: str = ATTENTION,
     heads: HeadSettings = OFF,
     heads_path: str | os.PathLike | None = None,
@@ -224,7 +202,7 @@ def measure_and_write(
     ``rollout`` (each atomically), with one provenance for every records file of the project: the model and data set
     records as given, the condition's tolerances, the extraction (batching, ``settings`` such as the token limit,
     the preprocessing the extractor reports, how attention was read), and what decides the bits
-    (:func:`rollout_equality.runtime.device.provenance`: device, torch's threads, CPU code path, library versions). The
+    (:func:`rollout_equality.runtime.provenance.provenance`: device, torch's threads, CPU code path, library versions). The
     attention of the first ``dump_inputs`` inputs goes to ``dump`` (self-describing: the figures label the heatmap
     from it). With ``heads_path`` (and ``heads_rollout_path``), the per-head and fused records that ``heads`` asks
     for go there (:func:`rollout_equality.condition.heads.write_head_records`; no rows where it asks for none), with the same

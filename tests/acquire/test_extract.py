@@ -20,6 +20,9 @@ from rollout_equality.measure import measure_inputs
 
 TEXTS = ["The cat sat on the mat.", "Attention rollout multiplies the layers of a transformer together.", "Hi"]
 
+PLAIN = dict(dump_inputs=0, overlap=False, batch_by_length=False)
+"""measure_inputs's extraction settings where a test needs none of them: no dump, sequential, batches in input order."""
+
 
 @pytest.fixture(scope="module")
 def images():
@@ -78,10 +81,10 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
     inputs = TEXTS if FAMILIES[name][1] == "text" else images
     ids = [f"x{i}" for i in range(len(inputs))]
     batched, batched_ro, *_ = measure_inputs(
-        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=3, threads=2
+        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=3, threads=2, **PLAIN
     )
     single, single_ro, *_ = measure_inputs(
-        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=1, threads=2
+        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=1, threads=2, **PLAIN
     )
     assert len(batched) == len(single) == 2 * len(inputs) * ex.n_layers
     for a, b in zip(batched, single):
@@ -109,8 +112,9 @@ def test_analysing_beside_the_forward_pass_gives_the_same_records_in_order(name,
     inputs = (TEXTS if FAMILIES[name][1] == "text" else images) * 3
     ids = [f"x{i}" for i in range(len(inputs))]
     kwargs = dict(model=name, dataset="d", condition=CONDITION, batch_size=2, threads=2, dump_inputs=3)
+    kwargs["batch_by_length"] = False
     threads = torch.get_num_threads()
-    plain = measure_inputs(ex, ids, inputs, **kwargs)
+    plain = measure_inputs(ex, ids, inputs, overlap=False, **kwargs)
     assert torch.get_num_threads() == threads  # one thread for torch while the workers analyse, then restored
     overlapped = measure_inputs(ex, ids, inputs, overlap=True, **kwargs)
     assert torch.get_num_threads() == threads
@@ -135,7 +139,7 @@ def test_real_minilm_offline(tmp_path):
     assert layers.shape == (6, len(tokens), len(tokens))
     assert np.array_equal(special, [t in ("[CLS]", "[SEP]") for t in tokens])
     rows, ro, *_ = measure_inputs(
-        ex, ["a", "b", "c"], TEXTS, model="minilm", dataset="t", condition=CONDITION, batch_size=3, threads=2
+        ex, ["a", "b", "c"], TEXTS, model="minilm", dataset="t", condition=CONDITION, batch_size=3, threads=2, **PLAIN
     )
     assert {r["token_set"] for r in rows} == {"content", "all"}
     assert all(r["holds"] == r["holds_direct"] for r in rows)
@@ -469,7 +473,7 @@ def test_measure_inputs_bad_arguments_name_them():
         ({"batch_size": 1, "threads": 0}, "threads must be at least 1"),
     ):
         with pytest.raises(ValueError, match=message):
-            measure_inputs(never, ["a"], ["x"], model="m", dataset="d", condition=CONDITION, **kwargs)
+            measure_inputs(never, ["a"], ["x"], model="m", dataset="d", condition=CONDITION, **kwargs, **PLAIN)
 
 
 class _SizedExtractor:
@@ -500,10 +504,10 @@ def test_batches_by_length_keep_input_order():
     ids = [f"x{i}" for i in range(len(inputs))]
     kwargs = dict(model="m", dataset="d", condition=CONDITION, batch_size=3, threads=1, dump_inputs=2)
     sized = _SizedExtractor()
-    by_length = measure_inputs(sized, ids, inputs, batch_by_length=True, **kwargs)
+    by_length = measure_inputs(sized, ids, inputs, batch_by_length=True, overlap=False, **kwargs)
     assert sized.batches == [[3, 3, 4], [5, 7, 7], [9, 12]]
     plain_ex = _SizedExtractor()
-    plain = measure_inputs(plain_ex, ids, inputs, **kwargs)  # input order (the default)
+    plain = measure_inputs(plain_ex, ids, inputs, batch_by_length=False, overlap=False, **kwargs)  # input order
     assert plain_ex.batches == [[9, 3, 7], [3, 12, 5], [7, 4]]
     assert by_length[0] == plain[0] and by_length[1] == plain[1]  # same rows, input order
     assert list(dict.fromkeys(r["input_id"] for r in by_length[0])) == ids
@@ -520,9 +524,9 @@ def test_text_batches_by_length_give_the_records_of_input_order(built):
     texts = TEXTS + ["one two three four five six seven eight nine ten", "Short one.", "A"]
     assert ex.input_sizes(texts) == [len(ex.tokenizer(t, truncation=True, max_length=32)["input_ids"]) for t in texts]
     ids = [f"x{i}" for i in range(len(texts))]
-    kwargs = dict(model="r", dataset="d", condition=CONDITION, batch_size=2, threads=2)
+    kwargs = dict(model="r", dataset="d", condition=CONDITION, batch_size=2, threads=2, dump_inputs=0, overlap=False)
     sorted_rows, sorted_ro, *_ = measure_inputs(ex, ids, texts, batch_by_length=True, **kwargs)
-    plain_rows, plain_ro, *_ = measure_inputs(ex, ids, texts, **kwargs)
+    plain_rows, plain_ro, *_ = measure_inputs(ex, ids, texts, batch_by_length=False, **kwargs)
     assert [r["input_id"] for r in sorted_ro] == [r["input_id"] for r in plain_ro]
     for a, b in zip(sorted_rows, plain_rows):
         for key in ("input_id", "layer", "token_set", "n_tokens", "holds", "holds_direct", "n_max_pairs"):
@@ -586,7 +590,8 @@ def test_records_do_not_depend_on_the_jobs_threads(tmp_path):
     ex = load(info, "cpu", max_tokens=32)
     texts = TEXTS * 2 + ["Rollout multiplies one half of the identity plus the attention of every layer."] * 2
     ids = [f"x{i}" for i in range(len(texts))]
-    kwargs = dict(model="minilm", dataset="t", condition=CONDITION, batch_size=2, threads=2, dump_inputs=2)
+    kwargs = dict(model="minilm", dataset="t", condition=CONDITION, batch_size=2, threads=2, **PLAIN)
+    kwargs["dump_inputs"] = 2
     runs = []
     before = torch.get_num_threads()
     try:
@@ -635,7 +640,7 @@ def test_every_head_kept_beside_the_same_average(name, built, images):
         np.testing.assert_allclose(every.mean(axis=1), layers, rtol=0, atol=1e-6)
         np.testing.assert_allclose(every.sum(-1), 1, atol=1e-5)  # each head's rows over the input's own tokens
     ids = [f"x{i}" for i in range(len(inputs))]
-    kwargs = dict(model=name, dataset="d", condition=CONDITION, batch_size=2, threads=2)
+    kwargs = dict(model=name, dataset="d", condition=CONDITION, batch_size=2, threads=2, **PLAIN)
     off = measure_inputs(ex, ids, inputs, **kwargs)
     on = measure_inputs(ex, ids, inputs, heads=HeadSettings(per_head=True, fusions=("mean", "max", "min")), **kwargs)
     assert on.layer_rows == off.layer_rows and on.rollout_rows == off.rollout_rows

@@ -7,7 +7,8 @@ from conftest import REPO
 from huggingface_hub import errors as hf_errors
 
 from rollout_equality.acquire import hub, sources
-from rollout_equality.cli import load_config, main
+from rollout_equality.cli import main
+from rollout_equality.config.load import load_config
 
 
 @pytest.fixture(scope="module")

@@ -6,19 +6,16 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO
-from snakemake.utils import validate
 
 from rollout_equality.config import schema
 from rollout_equality.config.checks import check_references
-
-SCHEMA = str(schema.SCHEMA)  # the library's package data, which the workflow validates against
+from rollout_equality.config.load import checked
 
 
 def _validated(path: Path) -> dict:
-    """A config file as a run sees it: validated, defaults filled in (check_references runs after that)."""
-    config = yaml.safe_load(path.read_text())
-    validate(config, SCHEMA)
-    return config
+    """A config file as a run sees it: checked against the schema, defaults filled in (check_references runs after
+    that)."""
+    return checked((), "config", yaml.safe_load(path.read_text()))
 
 
 SHIPPED = _validated(REPO / "config.yaml")
@@ -118,7 +115,7 @@ def test_ablation_tables_change_only_what_their_setting_names():
 
 def test_an_entry_is_completed_with_the_schema_defaults_for_the_command_line(tmp_path, capsys):
     from rollout_equality.cli import main
-    from rollout_equality.config.checks import with_defaults
+    from rollout_equality.config.load import with_defaults
 
     spec = {"modality": "text", "source": {"pydoc_topics": True}, "n": 3, "seed": 0}
     full = with_defaults("datasets", "t", spec)
@@ -163,7 +160,7 @@ def test_the_librarys_enumerations_are_the_schemas():
 
 def test_a_models_description_names_every_source_it_may_have():
     """The schema states the sources once (``oneOf``); the description docs/configuration.md shows names each."""
-    node = yaml.safe_load(Path(SCHEMA).read_text())["properties"]["models"]["additionalProperties"]
+    node = schema.node("properties", "models", "additionalProperties")
     sources = [alternative["required"][0] for alternative in node["oneOf"]]
     assert sources == ["hub", "local", "dist_zip", "onnx_export", "random_init"]
     described = node["description"].split("one source:", 1)[1]

@@ -15,10 +15,9 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import REPO
-from snakemake.utils import validate
 
 from rollout_equality.condition.baseline import wilson_interval
-from rollout_equality.config.schema import SCHEMA
+from rollout_equality.config.load import validated
 from rollout_equality.reporting.claims import claims
 from rollout_equality.reporting.compare import ROUNDING_ATOL, TABLES, BadTables, compare, holm
 from rollout_equality.reporting.stats import depth_rates, model_rates, rollout_summary, special_token_shares, with_seeds
@@ -57,7 +56,7 @@ def kept_copy(folder: Path) -> Path:
         if (KEPT / f"{name}.csv").is_file():
             shutil.copyfile(KEPT / f"{name}.csv", folder / f"{name}.csv")
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    validate(config, str(SCHEMA))
+    config = validated(config)
     rates = pd.read_csv(KEPT / "model_rates.csv").astype({"seed": "Int64"})
     table = claims(
         config["claims"],

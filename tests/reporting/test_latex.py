@@ -10,10 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import REPO
-from snakemake.utils import validate
 
 from rollout_equality.config.checks import claim_reasons
-from rollout_equality.config.schema import SCHEMA
+from rollout_equality.config.load import validated
 from rollout_equality.reporting import ftt_ablation as ablation
 from rollout_equality.reporting import paper
 from rollout_equality.reporting.claims import claims, macros
@@ -28,7 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("latexmk") is None, reason="TeX is 
 
 def shipped_config() -> dict:
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    validate(config, str(SCHEMA))
+    config = validated(config)
     return config
 
 

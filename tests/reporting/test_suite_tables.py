@@ -9,10 +9,9 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import REPO
-from snakemake.utils import validate
 
 from rollout_equality.condition.baseline import wilson_interval
-from rollout_equality.config.schema import SCHEMA
+from rollout_equality.config.load import validated
 from rollout_equality.reporting.claims import claims
 from rollout_equality.reporting.stats import depth_rates, model_rates, rollout_summary, special_token_shares, with_seeds
 from rollout_equality.reporting.writers import latex_tabular, write_latex
@@ -22,7 +21,7 @@ def validated_claims() -> dict:
     """The shipped config's claims as a run sees them (validated, defaults filled in)."""
     repo = REPO
     config = yaml.safe_load((repo / "config.yaml").read_text())
-    validate(config, str(SCHEMA))
+    config = validated(config)
     return config["claims"]
 
 
@@ -383,7 +382,7 @@ def test_not_run_says_why_and_a_renamed_subject_fails_naming_the_claim():
 
     repo = REPO
     config = yaml.safe_load((repo / "config.yaml").read_text())
-    validate(config, str(SCHEMA))
+    config = validated(config)
     reasons = claim_reasons(config, "offline")
     assert reasons["dinov2_small"] == "not in suite 'offline': measured by suite 'paper'"
     assert reasons["ftt:adult"] == "not in suite 'offline': measured by suite 'paper'"

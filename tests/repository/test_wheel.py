@@ -77,7 +77,7 @@ def test_the_installed_wheel_measures_a_copied_model_and_data_set_as_the_workflo
     from models_tiny import build
 
     from rollout_equality.acquire.data import prepare_data
-    from rollout_equality.config.checks import partial_config, with_defaults
+    from rollout_equality.config.load import partial_config, with_defaults
     from rollout_equality.config.settings import Condition, Extraction, from_section
     from rollout_equality.measure import measure, read_model_info
 

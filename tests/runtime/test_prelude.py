@@ -111,7 +111,7 @@ def test_the_code_path_is_refused_once_torch_numba_or_the_kernels_have_started_a
     code = f"import {first}\nfrom rollout_equality.runtime.prelude import code_path\ncode_path('compatible')\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode != 0 and f"{first} imported before code_path 'compatible'" in res.stderr
-    from rollout_equality.runtime.prelude import code_path
+    from rollout_equality.runtime.code_paths import code_path
 
     with pytest.raises(ValueError, match="code_path must be one of"):
         code_path("sse2")

@@ -342,7 +342,8 @@ def test_default_model_configuration():
             "cat_features": ["c"],
             "cat_cardinalities": [4],
             "target_info": {"classes": ["x", "y", "z"]},
-        }
+        },
+        binary_head=None,
     )
     blocks = model.backbone.blocks
     assert len(blocks) == 3 and blocks[0]["attention"]._n_heads == 8

@@ -16,12 +16,10 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import REPO
-from schema import CONDITION, SCHEMA
-from snakemake.utils import validate
-from snakemake_interface_common.exceptions import WorkflowError
+from schema import CONDITION
 
 from rollout_equality.condition.baseline import random_baseline
-from rollout_equality.config.checks import check_references
+from rollout_equality.config.load import validated
 from rollout_equality.config.settings import Baseline, from_section
 from rollout_equality.runtime.device import gpu_claim
 
@@ -134,21 +132,21 @@ def test_dropped_by_overlay_names_each_suite_and_what_it_lost():
 BAD_CONFIGS = [
     (lambda c: c["baseline"].update(trails=10), "trails"),
     (lambda c: c.update(baselin={}), "baselin"),
-    (lambda c: c["baseline"].update(trials="many"), "instance['baseline']['trials']"),
-    (lambda c: c["condition"].update(atol=-1), "instance['condition']['atol']"),
-    (lambda c: c["baseline"].update(ns=[1, 5]), "instance['baseline']['ns'][0]"),
+    (lambda c: c["baseline"].update(trials="many"), "baseline/trials"),
+    (lambda c: c["condition"].update(atol=-1), "condition/atol"),
+    (lambda c: c["baseline"].update(ns=[1, 5]), "baseline/ns/0"),
     (lambda c: c["models"]["minilm"].update(backend="keras"), "keras"),
     (lambda c: c["datasets"]["pydoc"].update(sead=1), "sead"),
     (lambda c: c["extraction"].update(device="tpu"), "tpu"),
     (
         lambda c: c["dynamics"]["simulations"]["consensus"].update(eta=0),
-        "instance['dynamics']['simulations']['consensus']['eta']",
+        "dynamics/simulations/consensus/eta",
     ),
     (lambda c: c["dynamics"]["simulations"]["bipartite"].pop("radii"), "radii"),
-    (lambda c: c["dynamics"]["simulations"]["asymmetric"]["F"].update(symmetric=[1.0]), "['asymmetric']['F']"),
+    (lambda c: c["dynamics"]["simulations"]["asymmetric"]["F"].update(symmetric=[1.0]), "asymmetric/F"),
     (lambda c: c["models"]["tiny_timm_deit"]["random_init"].pop("timm_name"), "'timm_name' is a required property"),
     (lambda c: c["models"]["tiny_albert"]["random_init"].pop("config"), "'config' is a required property"),
-    (lambda c: c["tabular"]["training"].update(threads=0), "instance['tabular']['training']['threads']"),
+    (lambda c: c["tabular"]["training"].update(threads=0), "tabular/training/threads"),
     (lambda c: c["suites"].update({"my suite": []}), "'my suite' does not match"),
 ]
 
@@ -161,17 +159,18 @@ def mutated(mutate) -> dict:
 
 @pytest.mark.parametrize("mutate, named", BAD_CONFIGS)
 def test_bad_config_fails_naming_the_key(mutate, named):
-    """The schema's checks, in-process: common.smk runs this same validate on the config (wiring: below)."""
-    with pytest.raises(WorkflowError) as error:
-        validate(mutated(mutate), str(SCHEMA))
-    assert "ValidationError" in str(error.value) and named in str(error.value), str(error.value)
+    """The schema's checks, in-process: common.smk loads the config through this same loader (wiring: below)."""
+    with pytest.raises(ValueError) as error:
+        validated(mutated(mutate))
+    assert str(error.value).startswith("config: ") and named in str(error.value), str(error.value)
 
 
 def test_the_workflow_validates_its_config_and_checks_its_references(tmp_path):
     """The wiring: a run validates the config against the schema (a bad key), then checks its references."""
     mutate, named = BAD_CONFIGS[0]
     res = snakemake(tmp_path, "-n", config=mutated(mutate))
-    assert res.returncode != 0 and "ValidationError" in res.stdout + res.stderr and named in res.stdout + res.stderr
+    said = res.stdout + res.stderr
+    assert res.returncode != 0 and "config: baseline: Additional properties" in said and named in said, said[-2000:]
     config = mutated(lambda c: c["suites"]["offline"].append({"model": "gpt5", "dataset": "pydoc"}))
     res = snakemake(tmp_path, "-n", "offline", config=config)
     assert res.returncode != 0 and "model 'gpt5' is not defined" in res.stdout + res.stderr
@@ -192,10 +191,8 @@ def test_the_workflow_validates_its_config_and_checks_its_references(tmp_path):
     ],
 )
 def test_a_config_referring_to_the_wrong_entry_fails_naming_it(mutate, message):
-    config = mutated(mutate)
-    validate(config, str(SCHEMA))
     with pytest.raises(ValueError) as error:
-        check_references(config)
+        validated(mutated(mutate))
     assert message in str(error.value)
 
 

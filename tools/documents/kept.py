@@ -68,7 +68,7 @@ def read_config() -> dict:
 
 def load_config() -> dict:
     """config.yaml as a run sees it: validated against the schema, every default filled in, references checked."""
-    from rollout_equality.cli import load_config as load
+    from rollout_equality.config.load import load_config as load
 
     return load([str(CONFIG)])
 
@@ -133,8 +133,8 @@ def write_environment(path: Path) -> None:
 
     import torch
 
-    from rollout_equality.runtime.device import cpu_model
     from rollout_equality.runtime.lock import differences, lock_digest, read_pins
+    from rollout_equality.runtime.provenance import cpu_model
 
     record = {
         "cpu": cpu_model(),

@@ -5,15 +5,14 @@ from pathlib import Path
 
 import yaml
 from snakemake.logging import logger
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
 from rollout_equality.reporting import paper
 from rollout_equality.runtime.device import gpu_claim
-from rollout_equality.config.schema import SCHEMA
+from rollout_equality.config.load import validated
 from rollout_equality.config.checks import (
     baseline_claim,
-    check_references,
     claim_reasons,
     dropped_by_overlay,
     model_kinds,
@@ -26,7 +25,7 @@ from rollout_equality.acquire.sources import needs_network, suite_sources
 min_version("9.0")
 
 
-validate(config, str(SCHEMA))  # the library's package data: one schema for both
+config.update(validated(config))  # rollout_equality.config.load: the schema's defaults in, references checked
 
 
 MODELS = config["models"]
@@ -34,8 +33,6 @@ DATASETS = config["datasets"]
 TABLES = resolved_tables(config)  # every table: tabular.datasets and the ablation's <table>@<setting>
 ABLATION = config["tabular"].get("ablation")
 ALBERT_SUITES = config["dynamics"]["albert"]["suites"]
-
-check_references(config)
 
 
 def config_file():

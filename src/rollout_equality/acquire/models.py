@@ -324,7 +324,7 @@ def prepare_model(name: str, spec: dict[str, Any], model_dir: str | os.PathLike,
     exports to ``model_dir/onnx_export``, random builds to ``model_dir/random_init`` (each with a ``.json`` record beside it where there is one); ``local``
     sources stay where they are.
     """
-    from rollout_equality.config.checks import checked
+    from rollout_equality.config.load import checked
 
     entry = ("properties", "models", "additionalProperties")
     spec = checked(entry, f"model {name!r}", spec)  # one source, a known backend and modality

@@ -137,7 +137,7 @@ def load_sklearn(name: str, table: str, cache_dir: str | os.PathLike) -> tuple[p
 
 def load_raw(name: str, spec: dict[str, Any], cache_dir: str | os.PathLike) -> tuple[pd.DataFrame, str]:
     """(table with features and target, target column) of a tabular source; downloads are cached under ``cache_dir``."""
-    from rollout_equality.config.checks import checked
+    from rollout_equality.config.load import checked
 
     source = checked(("$defs", "table_source"), f"tabular data set {name!r}: source", spec["source"])
     if "openml" in source:

@@ -77,6 +77,7 @@ import numpy as np
 
 from rollout_equality.condition import kernels as _kernels
 from rollout_equality.condition.kernels import Outputs, Settings, upper_tv, workspace
+from rollout_equality.config.schema import default
 
 
 @dataclass(frozen=True)
@@ -125,13 +126,11 @@ def _kernel(name: str, engine: Engine):
     return getattr(_kernels, f"{name}_serial" if engine.serial else name)
 
 
-DEFAULT_ATOL = 1e-9
-"""Tolerance of the condition test (config key ``condition.atol``)."""
+DEFAULT_ATOL = default("condition", "atol")
+"""Tolerance of the condition test: the schema's default of ``condition.atol``."""
 
-DEFAULT_ROW_SUM_ATOL = 1e-5
-"""How far a row sum may stray from 1 (config key ``condition.row_sum_atol``).
-
-float32 softmax rows, and averages of them over heads, sum to 1 within ~1e-6."""
+DEFAULT_ROW_SUM_ATOL = default("condition", "row_sum_atol")
+"""How far a row sum may stray from 1: the schema's default of ``condition.row_sum_atol``."""
 
 
 # ----------------------------------------------------------------------------

@@ -44,9 +44,10 @@ from rollout_equality.condition.dobrushin import (
     restrict,
 )
 from rollout_equality.condition.records import FUSION_ROLLOUT_SCHEMA, HEAD_SCHEMA, TOKEN_SETS, _token_set, depth_rows
+from rollout_equality.config.schema import choices
 
-FUSIONS = ("mean", "max", "min")
-"""The head fusions, in table order; ``mean`` is the paper's (the head-averaged records)."""
+FUSIONS = choices("$defs", "fusions", "items")
+"""The head fusions, in table order (the schema's); ``mean`` is the paper's (the head-averaged records)."""
 
 PAPER_FUSION = "mean"
 

@@ -14,7 +14,7 @@ File metadata (key ``rollout_equality``) holds the run's provenance as JSON, the
 revision, distribution and version, every file's SHA-256; no path), ``dataset`` (name, manifest hash, count),
 ``condition`` (the tolerances), ``extraction`` (batching, token limit, preprocessing, how attention was read) and
 ``compute`` (what decides the bits: device, torch's threads, the CPU code path, library versions;
-:func:`rollout_equality.runtime.device.provenance`).
+:func:`rollout_equality.runtime.provenance.provenance`).
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ from rollout_equality.condition.dobrushin import (
     equality_condition,
     restrict,
 )
+from rollout_equality.config.schema import choices
 from rollout_equality.runtime.files import write_parquet
 
-TOKEN_SETS = ("content", "all")
+TOKEN_SETS = choices("$defs", "token_set")
+"""The token sets every input and layer is recorded on, in row order (the schema's)."""
 
 LAYER_SCHEMA = pa.schema(
     [

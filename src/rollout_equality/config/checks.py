@@ -1,7 +1,7 @@
 """Checks of config.yaml that its JSON schema cannot express: names that refer to other entries.
 
-The schema (``src/rollout_equality/config/config.schema.yaml``) checks every key, type and range and fills in
-defaults; :func:`check_references` then checks that every experiment names a model and a data set
+The schema (``src/rollout_equality/config/config.schema.yaml``) checks every key, type and range, and the loader
+(:mod:`rollout_equality.config.load`) fills in its defaults; :func:`check_references` then checks that every experiment names a model and a data set
 defined in the config, of the same modality, that every tabular suite names defined tables, that
 the dynamics study's ALBERT runs read text, and that every claim's subject is a defined model or
 table. Each error names the entry and what to fix.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollout_equality.config.schema import node
+from rollout_equality.config.schema import default
 
 
 def check_references(config: dict[str, Any]) -> None:
@@ -75,9 +75,7 @@ def _analysis(config: dict[str, Any], suite: str, entry: dict[str, Any] | None =
     """``{per_head, fusions}`` of ``suite`` (and of its experiment ``entry``): the entry's keys over the suite's
     (``analysis.suites``) over ``analysis``'s own, whose defaults the schema states."""
     section = config.get("analysis", {})
-    resolved = {
-        key: section.get(key, node("properties", "analysis", "properties", key)["default"]) for key in ANALYSIS_KEYS
-    }
+    resolved = {key: section.get(key, default("analysis", key)) for key in ANALYSIS_KEYS}
     for layer in (section.get("suites", {}).get(suite, {}), entry or {}):
         resolved.update({key: layer[key] for key in ANALYSIS_KEYS if key in layer})
     return {"per_head": bool(resolved["per_head"]), "fusions": list(resolved["fusions"])}
@@ -286,67 +284,3 @@ def resolved_tables(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 "ablation": {"table": ablation["table"], "setting": setting, "label": change.get("label", setting)},
             }
     return out
-
-
-def with_defaults(section: str, name: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """One entry of a config section (e.g. ``datasets``) checked against the schema and completed with its
-    defaults, as Snakemake's ``validate`` completes a run's config; for library calls from the command line.
-
-    Raises ``ValueError`` naming the entry and what the schema rejects.
-    """
-    return checked(("properties", section, "additionalProperties"), f"{section} entry {name!r}", entry)
-
-
-def partial_config(config: dict[str, Any]) -> dict[str, Any]:
-    """A config that is not a project's whole config.yaml (an overlay alone, or ``{}``: no config file at all) as the
-    command line reads it: each section it gives checked against the schema, the sections with a default for every
-    key (``condition``, ``baseline``, ``extraction``) filled in from the schema, and ``models``, ``datasets`` and
-    ``suites`` empty where it gives none. Raises ``ValueError`` naming what the schema rejects."""
-    out = checked((), "config", config, required=False)
-    for section in ("models", "datasets", "suites"):
-        out.setdefault(section, {})
-    return out
-
-
-def checked(keys: tuple[str, ...], what: str, value: Any, required: bool = True) -> Any:
-    """``value`` checked against the schema's node at ``keys`` (a path into config.schema.yaml) and completed with
-    its defaults: the library's entry points check their arguments with the schema, which states every
-    enumeration and every "exactly one source" rule once. ``required=False``: the node's own required keys may be
-    missing (its subsections' still may not). Raises ``ValueError`` starting with ``what``."""
-    import copy
-
-    import jsonschema
-
-    sub = {**node(*keys), "$defs": node("$defs")}
-    if not required:
-        sub.pop("required", None)
-    validator_class = jsonschema.validators.validator_for(sub)
-
-    def set_defaults(validator, properties, instance, subschema):
-        if isinstance(instance, dict):
-            for key, prop in properties.items():
-                if "default" in prop:
-                    instance.setdefault(key, copy.deepcopy(prop["default"]))
-        yield from validator_class.VALIDATORS["properties"](validator, properties, instance, subschema)
-
-    filling = jsonschema.validators.extend(validator_class, {"properties": set_defaults})
-    value = copy.deepcopy(value)
-    errors = sorted(filling(sub).iter_errors(value), key=lambda e: list(e.path))
-    if errors:
-        where = "/".join(map(str, errors[0].path)) or "the entry"
-        raise ValueError(f"{what}: {where}: {_message(errors[0])}")
-    return value
-
-
-def _message(error) -> str:
-    """jsonschema's message, or for a choice of one key among several ("exactly one source"), which keys."""
-    schema, instance = error.schema, error.instance
-    one_key = [alt.get("required") for alt in schema.get("oneOf", [])]
-    if error.validator == "oneOf" and one_key and all(r and len(r) == 1 for r in one_key):
-        keys = [r[0] for r in one_key]
-    elif error.validator in ("minProperties", "maxProperties") and schema.get("maxProperties") == 1:
-        keys = list(schema.get("properties", {}))
-    else:
-        return error.message
-    given = [k for k in keys if k in instance] if isinstance(instance, dict) else instance
-    return f"give exactly one of {', '.join(keys)}; got {given or 'none'}"

@@ -1,10 +1,10 @@
-"""The schema of config.yaml (``config.schema.yaml``, package data of this library) as the library reads it: the
-enumerations.
+"""The schema of config.yaml (``config.schema.yaml``, package data of this library) as the library reads it: its
+nodes, enumerations and defaults (:mod:`rollout_equality.config.load` fills a config's defaults in).
 
-The schema travels with the library (``importlib.resources``), so an installed wheel has it; the workflow validates
-its config against the same file (workflow/rules/common.smk). Kept apart from :mod:`rollout_equality.config.checks` (which
-validates with jsonschema in the controlling process): compute jobs read the allowed values of their arguments from
-here, with PyYAML only.
+The schema travels with the library (``importlib.resources``), so an installed wheel has it; the workflow's config is
+checked against the same file (:mod:`rollout_equality.config.load`). Kept apart from that loader (jsonschema, in the
+controlling process): compute jobs read the allowed values and defaults of their arguments from here, with PyYAML
+only.
 """
 
 from __future__ import annotations
@@ -38,15 +38,6 @@ def choices(*keys: str) -> tuple:
     return tuple(node(*keys)["enum"])
 
 
-def with_section_defaults(config: dict) -> dict:
-    """``config`` (a config file as written) with the sections whose every key has a default (those with a default
-    themselves: ``condition``, ``baseline``, ``extraction``) completed from the schema's defaults, a key the file
-    gives kept. PyYAML only: for scripts that run where neither jsonschema nor Snakemake is installed (a GPU
-    machine's own Python); a workflow run and the command line validate the whole config instead."""
-    out = dict(config)
-    for section, spec in node("properties").items():
-        if "default" in spec:
-            keys = spec["properties"]
-            given = out.get(section) or {}
-            out[section] = {**{k: v["default"] for k, v in keys.items() if "default" in v}, **given}
-    return out
+def default(section: str, key: str):
+    """The schema's default of ``section.key`` (e.g. ``("condition", "atol")``): defaults are stated there only."""
+    return node("properties", section, "properties", key)["default"]

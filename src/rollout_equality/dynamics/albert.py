@@ -202,7 +202,7 @@ def unroll_albert(
 
     The model's files are checked against what ``prepare_model`` recorded and the inputs against their manifest
     (as rule measure checks them) before anything runs; the provenance names the model's files and hashes, the
-    data set's digest and what decides the bits (:func:`rollout_equality.runtime.device.provenance`)."""
+    data set's digest and what decides the bits (:func:`rollout_equality.runtime.provenance.provenance`)."""
     import pyarrow as pa
     import torch
 
@@ -210,8 +210,8 @@ def unroll_albert(
     from rollout_equality.acquire.models import random_seed
     from rollout_equality.config.paths import MODEL_INFO
     from rollout_equality.measure import check_model, model_record
-    from rollout_equality.runtime.device import provenance
     from rollout_equality.runtime.files import write_json, write_parquet
+    from rollout_equality.runtime.provenance import provenance
 
     name = model_info.get("name")
     check_model(model_info, f"prepare it again (snakemake --forcerun prepare_model {MODEL_INFO.format(model=name)})")

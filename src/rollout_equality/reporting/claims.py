@@ -33,7 +33,6 @@ SENSITIVITY = "recipe-dependent"
 """Status of the claims row that reports the recipe ablation's range (not a reproduction verdict)."""
 OUT_OF_SAMPLE_STATUS = {"reproduced": "agrees", "not reproduced": "disagrees"}
 """An out-of-sample model does not reproduce or fail to reproduce the paper: it agrees with a claim or not."""
-KINDS = ("baseline", "rate", "late_failures", "special_tokens")
 
 
 def compared_range(

@@ -32,8 +32,9 @@ from rollout_equality.acquire import hub
 from rollout_equality.condition.heads import OFF, HeadSettings
 from rollout_equality.config.schema import choices
 from rollout_equality.config.settings import Condition
-from rollout_equality.runtime.device import deterministic_cuda, provenance
+from rollout_equality.runtime.device import deterministic_cuda
 from rollout_equality.runtime.files import atomic_path, progress, write_text
+from rollout_equality.runtime.provenance import provenance
 from rollout_equality.tabular.prepare import load_prepared
 
 log = logging.getLogger(__name__)
@@ -54,9 +55,9 @@ def _d_out(manifest: dict[str, Any], binary_head: str | None) -> int:
     return len(manifest["target_info"]["classes"])
 
 
-def build_model(manifest: dict[str, Any], binary_head: str | None = "one_logit") -> torch.nn.Module:
+def build_model(manifest: dict[str, Any], binary_head: str | None) -> torch.nn.Module:
     """The default FT-Transformer (3 blocks, d_block 192, 8 heads) for a prepared table; ``binary_head`` sets
-    the output width of a binary task (the schema's ``binary_head``)."""
+    the output width of a binary task (the recipe's ``binary_head``; None for another task)."""
     from rtdl_revisiting_models import FTTransformer
 
     d_out = _d_out(manifest, binary_head)
@@ -315,6 +316,9 @@ def measure_ftt(
         device=device,
         threads=threads,
         batch_size=MEASURE_ROWS,
+        overlap=False,  # a table's rows are one forward pass each, on the device training chose
+        batch_by_length=False,  # every row has the same tokens
+        dump_inputs=0,  # the heatmap figure reads the transformers' dumps only
         seed=metrics["seed"],
         attention="every block recomputed from W_q, W_k (checked against the model's), head-averaged in float32, "
         "analysed in float64 on the CPU",

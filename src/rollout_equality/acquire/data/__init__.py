@@ -188,7 +188,7 @@ def read_manifest(data_dir: str | os.PathLike) -> dict[str, Any]:
 def prepare_data(name: str, spec: dict[str, Any], out_dir: str | os.PathLike) -> dict[str, Any]:
     """Prepare data set ``name`` from its config entry into ``out_dir``; return the manifest. The entry is checked
     against the schema first (its modality, its one source), and completed with the schema's defaults."""
-    from rollout_equality.config.checks import checked
+    from rollout_equality.config.load import checked
 
     spec = checked(("properties", "datasets", "additionalProperties"), f"data set {name!r}", spec)
     if spec["modality"] == "text":
