@@ -26,7 +26,6 @@ measurement script, not a test; its numbers depend on the machine (``lscpu`` nam
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -39,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))  # this checkout's library (its code paths, its extractors)
 from _timing import cpu_model  # noqa: E402
 
+from rollout_equality.runtime import digests  # noqa: E402
 from rollout_equality.runtime.code_paths import CODE_PATHS  # noqa: E402
 
 VARIANTS = {  # one library forced at a time, then the code paths the config may fix (rollout_equality.runtime.prelude)
@@ -108,7 +108,7 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
         )
         found["train_s"], found["train_cpu_s"] = time.perf_counter() - start, _cpu_seconds() - cpu
         state = torch.load(Path(tmp) / "model.pt")
-    found["weights_sha256"] = hashlib.sha256(b"".join(v.numpy().tobytes() for v in state.values())).hexdigest()
+    found["weights_sha256"] = digests.of_bytes(b"".join(v.numpy().tobytes() for v in state.values()))
     found["test"] = metrics["test"]
     arrays["weights"] = np.concatenate([v.numpy().ravel() for v in state.values()]).astype(np.float64)
     for label, model, dataset, count, batch, max_tokens in SUBJECTS:
@@ -152,7 +152,7 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
         arrays[f"{model}/holds"] = np.array([r["holds"] for r in layer_rows])
         arrays[f"{model}/kappa_rollout"] = np.array([r["kappa_rollout"] for r in rollout_rows])
         records = json.dumps([layer_rows, rollout_rows], sort_keys=True).encode()
-        found[f"{model}_records_sha256"] = hashlib.sha256(records).hexdigest()
+        found[f"{model}_records_sha256"] = digests.of_bytes(records)
     np.savez(out.with_suffix(".npz"), **arrays)
     out.with_suffix(".json").write_text(json.dumps(found))
 

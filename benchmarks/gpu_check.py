@@ -29,7 +29,6 @@ Everything fits in about five minutes on one GPU with the defaults. A measuremen
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import subprocess
@@ -192,6 +191,7 @@ def check_ftt(bundle_dir: Path, device: str, config: dict, epochs: int, rows: in
     import numpy as np
     import torch
 
+    from rollout_equality.runtime import digests
     from rollout_equality.tabular.ftt import train_ftt
 
     training = config["tabular"]["training"]
@@ -213,7 +213,7 @@ def check_ftt(bundle_dir: Path, device: str, config: dict, epochs: int, rows: in
                 binary_head="one_logit",
                 device=where,
             )
-            digest = hashlib.sha256((Path(tmp) / f"{name}.pt").read_bytes()).hexdigest()
+            digest = digests.of_file(Path(tmp) / f"{name}.pt")
             runs[name] = {"test": metrics["test"], "seconds_per_epoch": metrics["seconds_per_epoch"], "sha256": digest}
     same = runs["device_1"]["sha256"] == runs["device_2"]["sha256"]
     print(

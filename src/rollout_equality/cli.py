@@ -248,12 +248,13 @@ def dataset_record(name: str, ids: list[str], inputs: list) -> dict:
     """The records' data set provenance for inputs given on the command line: their count and a SHA-256 over every
     input's id and content (text as UTF-8, images as shape and RGB pixels), as a prepared data set's manifest has
     it."""
-    from rollout_equality.acquire.data import image_sha256, manifest_sha256, sha256_bytes
+    from rollout_equality.acquire.data import image_sha256, manifest_sha256
+    from rollout_equality.runtime import digests
 
-    digests = [sha256_bytes(x.encode()) if isinstance(x, str) else image_sha256(x) for x in inputs]
+    each = [digests.of_bytes(x.encode()) if isinstance(x, str) else image_sha256(x) for x in inputs]
     return {
         "name": name,
-        "sha256": manifest_sha256([{"id": i, "sha256": d} for i, d in zip(ids, digests)]),
+        "sha256": manifest_sha256([{"id": i, "sha256": d} for i, d in zip(ids, each)]),
         "n": len(ids),
     }
 

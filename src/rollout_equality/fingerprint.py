@@ -22,7 +22,6 @@ first digest that differs (its part, step and op). ``benchmarks/fingerprint.py``
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -31,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from rollout_equality.runtime import digests
 
 STEPS = 8
 """Optimiser steps whose weights are digested (the first step's ops are digested one by one)."""
@@ -57,7 +58,7 @@ def digest(array: Any) -> str:
         array = array.detach().cpu().numpy()
     array = np.ascontiguousarray(array)
     head = f"{array.dtype.str}{array.shape}".encode()
-    return hashlib.sha256(head + array.tobytes()).hexdigest()[:16]
+    return digests.of_bytes(head + array.tobytes())[:16]
 
 
 # --- in the fresh process of one code path ---------------------------------------------------------------------

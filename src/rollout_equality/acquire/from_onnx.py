@@ -290,8 +290,8 @@ def build_from_export(name: str, spec: dict[str, Any], modality: str, out_dir: P
     import torch
     import transformers
 
-    from rollout_equality.acquire.hub import file_digest
     from rollout_equality.acquire.installed import ModelUnavailableError, resolve_local, resolve_path
+    from rollout_equality.runtime import digests
 
     needed = "image_processor" if modality == "image" else "tokenizer"
     if needed not in spec:
@@ -303,7 +303,7 @@ def build_from_export(name: str, spec: dict[str, Any], modality: str, out_dir: P
         raise ModelUnavailableError(f"model {name!r}: its ONNX export is missing: {err}") from err
     record: dict[str, Any] = {
         "path": path_spec,
-        "onnx_sha256": file_digest(onnx_path, "sha256").removeprefix("sha256:"),
+        "onnx_sha256": digests.of_file(onnx_path),
         "prefix": spec.get("prefix", ""),
     }
     if path_spec.startswith("dist:"):

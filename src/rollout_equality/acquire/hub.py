@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import write_json
 
 log = logging.getLogger(__name__)
@@ -278,17 +279,20 @@ def _digest_of(entry) -> str | None:
     """The content hash the hub lists for a file: its LFS SHA-256, else its git blob id."""
     lfs = getattr(entry, "lfs", None)
     if lfs is not None and getattr(lfs, "sha256", None):
-        return f"sha256:{lfs.sha256}"
+        return digests.labelled(lfs.sha256)
     return f"git-sha1:{entry.blob_id}" if getattr(entry, "blob_id", None) else None
 
 
 def file_digest(path: Path, kind: str) -> str:
-    """``sha256:…`` of a file's bytes, or ``git-sha1:…``, the id git gives the file as a blob."""
-    h = hashlib.sha256() if kind == "sha256" else hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    """A file's digest as the hub lists it: ``sha256:…`` (an LFS file's,
+    :func:`rollout_equality.runtime.digests.labelled`) or ``git-sha1:…``, the id git gives the file as a blob."""
+    if kind == "sha256":
+        return digests.labelled(digests.of_file(path))
+    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
-    return f"{kind}:{h.hexdigest()}"
+    return f"git-sha1:{h.hexdigest()}"
 
 
 def _missing(local_dir: Path, files: dict[str, int]) -> list[str]:

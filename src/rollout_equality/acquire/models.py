@@ -38,6 +38,7 @@ from rollout_equality.acquire import hub
 from rollout_equality.acquire.installed import ModelUnavailableError, resolve_local
 from rollout_equality.config.paths import MODEL_INFO, MODELS
 from rollout_equality.config.schema import node as schema_node
+from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import write_json
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ def file_records(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int
         if not path.is_file() or any(part.startswith(".") for part in rel.parts):
             continue
         stat = path.stat()
-        files[rel.as_posix()] = {"size": stat.st_size, "sha256": _sha256(path)}
+        files[rel.as_posix()] = {"size": stat.st_size, "sha256": digests.of_file(path)}
         stamps[rel.as_posix()] = stat.st_mtime_ns
     return files, stamps
 
@@ -123,27 +124,11 @@ def verify_files(folder: Path, files: dict[str, dict[str, Any]], stamps: dict[st
             )
         if stat.st_mtime_ns != stamps.get(name):
             hashed += stat.st_size
-            if _sha256(path) != rec["sha256"]:
+            if digests.of_file(path) != rec["sha256"]:
                 raise ModifiedFileError(
                     f"{what}: {path} is not the file that was prepared (its SHA-256 differs); {rerun}"
                 )
     return hashed
-
-
-def _sha256(path: Path) -> str:
-    return hub.file_digest(path, "sha256").split(":", 1)[1]
-
-
-def _joined_sha256(parts: list[Path]) -> str:
-    """SHA-256 of the parts' bytes read one after another: the joined archive's, without writing it."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for part in parts:
-        with open(part, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()
 
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -175,7 +160,7 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     record_path = out_dir.with_name(out_dir.name + ".json")
-    archive_sha = _joined_sha256(parts)
+    archive_sha = digests.of_files(parts)
     try:
         old = json.loads(record_path.read_text())
     except (OSError, ValueError):
@@ -186,7 +171,7 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
         same_request
         and old.get("archive_sha256") == archive_sha
         and weights
-        and _sha256(weights) == old.get("weights_sha256")
+        and digests.of_file(weights) == old.get("weights_sha256")
     ):
         return out_dir, old
     with tempfile.TemporaryDirectory(prefix=f".{out_dir.name}.", dir=out_dir.parent) as tmp:
@@ -226,7 +211,7 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
             "root": spec["root"],
             "archive_sha256": archive_sha,
             "weights": weights.name,
-            "weights_sha256": _sha256(weights),
+            "weights_sha256": digests.of_file(weights),
         }
         if out_dir.exists():
             shutil.rmtree(out_dir)

@@ -24,6 +24,7 @@ import pandas as pd
 
 from rollout_equality.config.paths import FTT_ABLATION as ABLATION_FILES  # the files write_ftt_ablation writes, by key
 from rollout_equality.config.paths import in_paper
+from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import require_paths
 
 REFERENCE = "reference"
@@ -229,7 +230,6 @@ def ablation_section(out: str | os.PathLike, inputs: Mapping[str, str | os.PathL
     the section inputs its table and figure, and records their SHA-256 so that a changed ablation rebuilds
     the PDF. ``None``: a sentence saying it was not run for this suite and how to run it.
     """
-    import hashlib
 
     from rollout_equality.runtime.files import write_text
 
@@ -243,10 +243,7 @@ def ablation_section(out: str | os.PathLike, inputs: Mapping[str, str | os.PathL
         )
         return
     require_paths(inputs, ("tex", "pdf", "summary"), "ablation_section")
-    digests = "".join(
-        f"% {key}: sha256 {hashlib.sha256(Path(inputs[key]).read_bytes()).hexdigest()}\n"
-        for key in ("tex", "pdf", "summary")
-    )
+    digests = "".join(f"% {key}: sha256 {digests.of_file(inputs[key])}\n" for key in ("tex", "pdf", "summary"))
     name = (table or "").replace("_", "\\_")
     write_text(
         out,

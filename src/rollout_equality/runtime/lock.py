@@ -9,10 +9,11 @@ fingerprint (``benchmarks/fingerprint.py``).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata as md
 import re
 from pathlib import Path
+
+from rollout_equality.runtime import digests
 
 PROJECT = "rollout-equality"
 VENV_SEED = {"pip"}
@@ -45,7 +46,7 @@ def lock_digest(path: str | Path) -> str:
     """The SHA-256 of a lock file's pins (``name==version`` lines, sorted; its comments and hashes left out, so
     that regenerating an unchanged lock with another uv keeps the digest): ``sha256:<hex>``."""
     lines = sorted(f"{name}=={version}" for name, version in read_pins(path).items())
-    return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    return digests.labelled(digests.of_bytes("\n".join(lines).encode()))
 
 
 def differences(lock: dict[str, str], also: dict[str, str], found: dict[str, str] | None = None) -> list[str]:

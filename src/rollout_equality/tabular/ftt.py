@@ -28,10 +28,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rollout_equality.acquire import hub
 from rollout_equality.condition.heads import OFF, HeadSettings
 from rollout_equality.config.schema import choices
 from rollout_equality.config.settings import Condition
+from rollout_equality.runtime import digests
 from rollout_equality.runtime.device import deterministic_cuda
 from rollout_equality.runtime.files import atomic_path, progress, write_text
 from rollout_equality.runtime.provenance import provenance
@@ -308,7 +308,7 @@ def measure_ftt(
             "backend": "rtdl_revisiting_models.FTTransformer",
             "seed": metrics["seed"],
             "test_" + metrics["metric"]: metrics["test"],
-            "weights_sha256": hub.file_digest(Path(model_path), "sha256").split(":", 1)[1],
+            "weights_sha256": digests.of_file(model_path),
             "trained": metrics["compute"],
         },
         dataset_record={"name": manifest["name"], "sha256": manifest["sha256"], "n": n},

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rollout_equality.acquire.data import sha256_bytes
 from rollout_equality.acquire.tables import SOURCE_TEST_ROWS
 from rollout_equality.config.schema import choices
+from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import atomic_path, write_json
 
 log = logging.getLogger(__name__)
@@ -260,7 +260,7 @@ def prepare_tabular(
         "target": target,
         "target_info": target_info,
         "missing": missing,
-        "sha256": {k: sha256_bytes(np.ascontiguousarray(v).tobytes()) for k, v in sorted(arrays.items())},
+        "sha256": {k: digests.of_bytes(np.ascontiguousarray(v).tobytes()) for k, v in sorted(arrays.items())},
     }
     write_json(manifest_path, manifest, default=str)
     return manifest
@@ -292,7 +292,7 @@ def load_prepared(
             f"{rerun}"
         )
     for key, array in sorted(arrays.items()):
-        if sha256_bytes(np.ascontiguousarray(array).tobytes()) != recorded[key]:
+        if digests.of_bytes(np.ascontiguousarray(array).tobytes()) != recorded[key]:
             raise ModifiedTableError(
                 f"{data_path}: array {key!r} is not the one prepared (its SHA-256 differs from {manifest_path}'s); "
                 f"{rerun}"

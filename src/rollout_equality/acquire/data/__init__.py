@@ -8,7 +8,6 @@ count, the seed and a SHA-256 of every input, so a rerun can be checked.
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import logging
 import os
@@ -17,13 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from rollout_equality.acquire import hub
+from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import write_json
 
 log = logging.getLogger(__name__)
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def image_sha256(image: Any) -> str:
@@ -35,12 +31,12 @@ def image_sha256(image: Any) -> str:
     if pixels.ndim != 3 or pixels.shape[2] != 3:
         raise ValueError(f"an RGB image has shape (height, width, 3); got {pixels.shape}")
     height, width, _ = pixels.shape
-    return sha256_bytes(f"rgb {height}x{width}\n".encode() + pixels.tobytes())
+    return digests.of_bytes(f"rgb {height}x{width}\n".encode() + pixels.tobytes())
 
 
 def manifest_sha256(items: list[dict[str, Any]]) -> str:
     """A data set's digest, which records cite: a hash over every item's id and content hash, in order."""
-    return sha256_bytes("".join(f"{it['id']} {it['sha256']}\n" for it in items).encode())
+    return digests.of_bytes("".join(f"{it['id']} {it['sha256']}\n" for it in items).encode())
 
 
 class DataUnavailableError(RuntimeError):
@@ -243,7 +239,7 @@ def load_inputs(data_dir: str | os.PathLike) -> tuple[list[str], list[Any], dict
         texts = []
         for item in manifest["items"]:
             text = by_id.get(item["id"])
-            if text is None or sha256_bytes(text.encode()) != item["sha256"]:
+            if text is None or digests.of_bytes(text.encode()) != item["sha256"]:
                 what = "is missing from" if text is None else "differs from the text prepared in"
                 raise ModifiedInputError(f"segment {item['id']} {what} {path}; {rerun}")
             texts.append(text)

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from rollout_equality.acquire.data import load_hub_dataset, sha256_bytes, write_manifest
+from rollout_equality.acquire.data import load_hub_dataset, write_manifest
+from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import atomic_path
 
 
@@ -90,7 +91,7 @@ def prepare_text(name: str, spec: dict[str, Any], out_dir) -> dict[str, Any]:
             ref, text = pool[idx]
             item_id = f"{name}-{k:05d}"
             fh.write(json.dumps({"id": item_id, "ref": ref, "text": text}, ensure_ascii=False) + "\n")
-            items.append({"id": item_id, "ref": ref, "sha256": sha256_bytes(text.encode())})
+            items.append({"id": item_id, "ref": ref, "sha256": digests.of_bytes(text.encode())})
     manifest = {
         "name": name,
         "modality": "text",
