@@ -71,7 +71,7 @@ def ftt_digests(config: dict, steps: int, scratch: Path) -> list[list[str]]:
 
     from rollout_equality.acquire.tables import load_raw
     from rollout_equality.config.checks import resolved_tables
-    from rollout_equality.tabular.ftt import _inputs, _loss, build_model
+    from rollout_equality.tabular.ftt import build_model, model_inputs, task_loss
     from rollout_equality.tabular.prepare import prepare_tabular
 
     spec = resolved_tables(config)[TABLE]
@@ -114,7 +114,7 @@ def ftt_digests(config: dict, steps: int, scratch: Path) -> list[list[str]]:
     for step in range(steps):
         idx = order[step * batch : (step + 1) * batch]
         optimizer.zero_grad()
-        loss = _loss(manifest["task"], model(*_inputs(arrays, "train", idx.numpy(), "cpu")), y[idx])
+        loss = task_loss(manifest["task"], model(*model_inputs(arrays, "train", idx.numpy(), "cpu")), y[idx])
         loss.backward()
         if step == 0:
             for handle in handles:

@@ -9,7 +9,7 @@ import requests
 from huggingface_hub import errors as hf_errors
 
 from rollout_equality.acquire import hub
-from rollout_equality.acquire.data import _config_patterns, _split_patterns
+from rollout_equality.acquire.data import _config_patterns, split_patterns
 
 # File lists of real repositories (public evidence: the hub's file pages and projects that pin them).
 ROBERTA_BASE = [
@@ -158,10 +158,10 @@ def test_data_file_patterns_follow_datasets_globbing():
 
 
 def test_split_patterns_and_card_configurations():
-    assert _split_patterns({"validation": "a/*.parquet", "train": ["b/0.parquet"]}, "validation") == ["a/*.parquet"]
-    assert _split_patterns({"validation": "a/*.parquet"}, "test") is None
-    assert _split_patterns("data/*.csv", "test") == ["data/*.csv"]  # bare patterns hold the split asked for
-    assert _split_patterns(["a.parquet", "b.parquet"], "validation") == ["a.parquet", "b.parquet"]
+    assert split_patterns({"validation": "a/*.parquet", "train": ["b/0.parquet"]}, "validation") == ["a/*.parquet"]
+    assert split_patterns({"validation": "a/*.parquet"}, "test") is None
+    assert split_patterns("data/*.csv", "test") == ["data/*.csv"]  # bare patterns hold the split asked for
+    assert split_patterns(["a.parquet", "b.parquet"], "validation") == ["a.parquet", "b.parquet"]
     card = (
         "---\nconfigs:\n- config_name: wikitext-103-raw-v1\n  data_files:\n  - split: test\n"
         "    path: wikitext-103-raw-v1/test-*\n  - split: train\n    path: wikitext-103-raw-v1/train-*\n"

@@ -160,10 +160,10 @@ def test_a_dropped_connection_is_asked_again_and_a_refused_one_is_not(monkeypatc
 
         return call
 
-    assert hub.answered(flaky(3), "org/repo@main") == "answer" and len(calls) == 4
+    assert hub.retry_dropped(flaky(3), "org/repo@main") == "answer" and len(calls) == 4
     calls.clear()
     with pytest.raises(httpx2.ReadError):
-        hub.answered(flaky(4), "org/repo@main")
+        hub.retry_dropped(flaky(4), "org/repo@main")
     assert len(calls) == 4
     calls.clear()
 
@@ -172,5 +172,5 @@ def test_a_dropped_connection_is_asked_again_and_a_refused_one_is_not(monkeypatc
         raise httpx2.ConnectError("[Errno 111] Connection refused")
 
     with pytest.raises(httpx2.ConnectError):
-        hub.answered(refused, "org/repo@main")
+        hub.retry_dropped(refused, "org/repo@main")
     assert len(calls) == 1

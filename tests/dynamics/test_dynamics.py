@@ -277,10 +277,17 @@ def test_albert_unrolling_equals_the_models_own_forward(tiny_albert):
     np.testing.assert_allclose(states[13], again.double().numpy(), atol=1e-6)
 
 
+def layer_heads(model) -> dy.Heads:
+    """The oracle of layer_matrix: per-head M_h = W_q^hᵀ W_k^h and F_h = W_O^h W_V^h of the shared layer (biases left out)."""
+    att = al.shared_layer(model).albert_layers[0].attention
+    w = {name: getattr(att, name).weight.detach().double().numpy() for name in ("query", "key", "value", "dense")}
+    return dy.heads_from_projections(w["query"], w["key"], w["value"], w["dense"], att.num_attention_heads)
+
+
 def test_albert_layer_matrix_is_what_the_attention_block_adds_at_consensus(tiny_albert):
     model, _ = al.load(tiny_albert, SEED)
     F = al.layer_matrix(model)
-    np.testing.assert_allclose(F, dy.layer_matrix(al.layer_heads(model)), atol=1e-10)
+    np.testing.assert_allclose(F, dy.layer_matrix(layer_heads(model)), atol=1e-10)
     att = model.encoder.albert_layer_groups[0].albert_layers[0].attention
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(32, generator=gen)

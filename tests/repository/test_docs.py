@@ -151,7 +151,7 @@ def test_commit_like_finds_a_typed_commit():
 def source_facts() -> dict[str, list[str]]:
     """What config.yaml states of every network source of every suite, by entry: the hub id, the pinned revision
     (and its first 8 and 12 hex digits), a data set's file patterns, input count and seed, an OpenML id."""
-    from rollout_equality.acquire.data import _split_patterns
+    from rollout_equality.acquire.data import split_patterns
     from rollout_equality.acquire.sources import network_sources
 
     config = kept.load_config()
@@ -162,7 +162,7 @@ def source_facts() -> dict[str, list[str]]:
             facts[name] = [hub["id"], hub["revision"], hub["revision"][:8], hub["revision"][:12]]
         elif kind == "datasets":
             hf = spec["source"]["hf_dataset"]
-            patterns = _split_patterns(hf["data_files"], hf["split"]) if "data_files" in hf else []
+            patterns = split_patterns(hf["data_files"], hf["split"]) if "data_files" in hf else []
             facts[name] = [hf["path"], hf["revision"], hf["revision"][:8], hf["revision"][:12], *patterns]
             facts[name] += [f"{spec['n']} {INPUTS[spec['modality']]}", f"n = {spec['n']}", f"seed {spec['seed']}"]
         elif "openml" in spec["source"]:

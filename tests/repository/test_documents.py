@@ -201,17 +201,13 @@ def test_a_document_that_fails_to_generate_leaves_every_document_as_it_was(tmp_p
     assert (tmp_path / "a.md").read_text() == "before\n" and not (tmp_path / "b.md").exists()
 
 
-def test_the_tiny_run_is_stated_once_and_what_it_runs_is_asked_of_snakemake():
-    """README's Quick start command and the rules it runs come from tools.documents.tiny: the command is
-    the one .test/config.yaml's header shows, the rules those of Snakemake's dry run of it."""
+def test_the_tiny_run_is_stated_once():
+    """README's Quick start command comes from tools.documents.tiny: the one .test/config.yaml's header shows (which
+    rules it runs: tests/workflow/test_workflow.py, against the run itself)."""
     from tools.documents import tiny
 
     assert tiny.command() in (kept.REPO / tiny.CONFIG).read_text()
-    run, rules = tiny.rules_run(), tiny.step_rules()
-    assert set(run) < set(rules) and {"measure", "train_ftt", "unroll_albert", "write_suite_figures"} <= set(run)
-    assert "build_paper" not in run  # the PDF is the target paper_offline's, not the Quick start's
-    said = tiny.values()["tiny_rules"]
-    assert said.startswith(f"{len(run)} of the workflow's {len(rules)} rules, all but ") and "`build_paper`" in said
+    assert tiny.command() in (kept.REPO / "README.md").read_text()
 
 
 def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypatch):

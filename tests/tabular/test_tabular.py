@@ -11,7 +11,14 @@ from schema import REPO, validated
 from rollout_equality.acquire.tables import load_raw
 from rollout_equality.condition.records import read_records
 from rollout_equality.config.settings import Condition
-from rollout_equality.tabular.ftt import _inputs, block_attention, build_model, load_trained, measure_ftt, train_ftt
+from rollout_equality.tabular.ftt import (
+    block_attention,
+    build_model,
+    load_trained,
+    measure_ftt,
+    model_inputs,
+    train_ftt,
+)
 from rollout_equality.tabular.prepare import load_prepared, prepare_tabular, split_indices
 
 ADULT = {
@@ -226,7 +233,7 @@ def test_training_writes_checkpoint_and_metrics_and_is_deterministic(trained):
 def test_attention_is_square_in_every_block_and_equals_the_models(trained):
     root, _ = trained
     manifest, arrays, model = load_trained(*files(root, "cancer"), root / "a" / "model.pt", root / "a" / "metrics.json")
-    x_cont, x_cat = _inputs(arrays, "test", np.arange(5), "cpu")
+    x_cont, x_cat = model_inputs(arrays, "test", np.arange(5), "cpu")
     att = block_attention(model, x_cont, x_cat)
     n = 1 + len(manifest["cont_features"])
     assert att.shape == (5, 3, n, n)
@@ -359,7 +366,7 @@ def test_every_head_of_every_block_beside_the_same_average(trained, tmp_path):
 
     root, _ = trained
     manifest, arrays, model = load_trained(*files(root, "cancer"), root / "a" / "model.pt", root / "a" / "metrics.json")
-    x_cont, x_cat = _inputs(arrays, "test", np.arange(4), "cpu")
+    x_cont, x_cat = model_inputs(arrays, "test", np.arange(4), "cpu")
     att, every = block_attention(model, x_cont, x_cat, heads=True)
     assert torch.equal(att, block_attention(model, x_cont, x_cat))
     n = 1 + len(manifest["cont_features"])

@@ -35,7 +35,7 @@ def sources_table(config: dict, suite: str) -> str:
     """Every network source of ``suite`` (:func:`rollout_equality.acquire.sources.network_sources`, what
     ``snakemake download`` fetches and ``check_sources`` checks): its kind, source, pinned revision, the files
     chosen, and what reads it (the suite's experiments, its ALBERT run, FT-Transformer, the claims naming it)."""
-    from rollout_equality.acquire.data import _split_patterns
+    from rollout_equality.acquire.data import split_patterns
     from rollout_equality.acquire.sources import SKLEARN_ARCHIVES, network_sources
     from rollout_equality.config.checks import resolved_tables
 
@@ -59,7 +59,7 @@ def sources_table(config: dict, suite: str) -> str:
             hf = spec["source"]["hf_dataset"]
             source, revision = f"hub dataset `{hf['path']}`", pin(hf["revision"])
             if "data_files" in hf:
-                files = ", ".join(f"`{f}`" for f in _split_patterns(hf["data_files"], hf["split"]) or [])
+                files = ", ".join(f"`{f}`" for f in split_patterns(hf["data_files"], hf["split"]) or [])
             else:
                 files = f"configuration `{hf['name']}` of its card"
             files += f" (split `{hf['split']}`)"
@@ -100,7 +100,7 @@ def reproducing_values() -> dict[str, str]:
     from rtdl_revisiting_models import FTTransformer
 
     from rollout_equality.acquire import hub
-    from rollout_equality.acquire.data import _split_patterns
+    from rollout_equality.acquire.data import split_patterns
     from rollout_equality.acquire.sources import needs_network, network_sources, suite_sources
     from rollout_equality.config import paths
     from rollout_equality.config.checks import resolved_tables
@@ -187,7 +187,7 @@ def reproducing_values() -> dict[str, str]:
     images = entry(config, "datasets", "imagenet_val")["source"]["hf_dataset"]
     v["imagenet"] = f"`{images['path']}`"
     v["imagenet_pin"] = f"`{images['revision'][:12]}`"
-    v["imagenet_files"] = and_([f"`{f}`" for f in _split_patterns(images["data_files"], images["split"])])
+    v["imagenet_files"] = and_([f"`{f}`" for f in split_patterns(images["data_files"], images["split"])])
     v["vit"] = f"`{entry(config, 'models', 'vit_base_16')['hub']['id']}`"
     v["deit"] = f"`{entry(config, 'models', 'deit_base')['hub']['id']}`"
     v["california_published"] = f"{tables['california']['published']['value']:g}"

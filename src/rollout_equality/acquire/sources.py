@@ -152,14 +152,14 @@ def _main_commit(repo_id: str, repo_type: str) -> str | None:
     """The commit of the repository's ``main``, or None when the server says it has none or cannot be reached.
 
     Asked only after the server answered for the revision, so it is reachable: the answer gets the budget of any
-    hub call (:func:`hub.api_timeout`, :func:`hub.answered`), and a late answer gives the same message as a prompt
+    hub call (:func:`hub.api_timeout`, :func:`hub.retry_dropped`), and a late answer gives the same message as a prompt
     one.
     """
     from huggingface_hub import HfApi
 
     try:
         api = HfApi()
-        return hub.answered(
+        return hub.retry_dropped(
             lambda: api.repo_info(repo_id, repo_type=repo_type, revision="main", timeout=hub.api_timeout()),
             f"{repo_id}@main",
         ).sha

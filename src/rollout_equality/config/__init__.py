@@ -1,7 +1,7 @@
 """Configuration: what a run is asked to do, and where its files go.
 
-* :mod:`.schema` — ``config.schema.yaml`` as the library reads it: every key, default and allowed value, and the one
-  loader that fills a config's defaults;
+* :mod:`.schema` — ``config.schema.yaml`` as the library reads it: every key, default and allowed value;
+* :mod:`.load` — the one loader: files merged, checked against the schema, its defaults filled in;
 * :mod:`.checks` — what the schema cannot check: names that refer to other entries, the analysis each run resolves to,
   the tables the tabular section resolves to;
 * :mod:`.settings` — the sections compute steps take whole, as typed records;

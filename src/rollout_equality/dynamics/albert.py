@@ -65,13 +65,6 @@ def shared_layer(model):
     return model.encoder.albert_layer_groups[0]
 
 
-def layer_heads(model) -> dy.Heads:
-    """Per-head M_h = W_q^hᵀ W_k^h and F_h = W_O^h W_V^h of the shared layer (biases left out)."""
-    att = shared_layer(model).albert_layers[0].attention
-    w = {name: getattr(att, name).weight.detach().double().numpy() for name in ("query", "key", "value", "dense")}
-    return dy.heads_from_projections(w["query"], w["key"], w["value"], w["dense"], att.num_attention_heads)
-
-
 def layer_matrix(model) -> np.ndarray:
     """F = W_O W_V of the shared layer: (D, D), equal to Σ_h W_O^h W_V^h."""
     att = shared_layer(model).albert_layers[0].attention

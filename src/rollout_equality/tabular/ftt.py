@@ -69,7 +69,9 @@ def build_model(manifest: dict[str, Any], binary_head: str | None) -> torch.nn.M
     )
 
 
-def _inputs(arrays: dict[str, np.ndarray], part: str, idx: np.ndarray | slice, device: str):
+def model_inputs(arrays: dict[str, np.ndarray], part: str, idx: np.ndarray | slice, device: str):
+    """(x_cont, x_cat) of rows ``idx`` of split ``part`` of a prepared table's arrays, as tensors on ``device`` (None
+    for a kind of feature the table lacks): what the model takes."""
     x_cont = arrays.get(f"x_cont_{part}")
     x_cat = arrays.get(f"x_cat_{part}")
     return (
@@ -78,7 +80,8 @@ def _inputs(arrays: dict[str, np.ndarray], part: str, idx: np.ndarray | slice, d
     )
 
 
-def _loss(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def task_loss(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The training loss of ``task``: mean squared error, binary cross-entropy on one logit, else cross-entropy."""
     if task == "regression":
         return F.mse_loss(out.squeeze(-1), y.float())
     if task == "binclass" and out.shape[-1] == 1:
@@ -91,7 +94,8 @@ def predict(model, arrays, part: str, device: str, batch_size: int = 4096) -> np
     model.eval()
     n = len(arrays[f"y_{part}"])
     outs = [
-        model(*_inputs(arrays, part, slice(s, s + batch_size), device)).float().cpu() for s in range(0, n, batch_size)
+        model(*model_inputs(arrays, part, slice(s, s + batch_size), device)).float().cpu()
+        for s in range(0, n, batch_size)
     ]
     return torch.cat(outs).numpy()
 
@@ -144,7 +148,7 @@ def train_ftt(
         model.train()
         for idx in torch.randperm(n_train, generator=generator).split(batch_size):
             optimizer.zero_grad()
-            loss = _loss(task, model(*_inputs(arrays, "train", idx.numpy(), device)), y_train[idx.to(device)])
+            loss = task_loss(task, model(*model_inputs(arrays, "train", idx.numpy(), device)), y_train[idx.to(device)])
             loss.backward()
             optimizer.step()
         epoch_times.append(time.perf_counter() - start)
@@ -289,7 +293,7 @@ def measure_ftt(
     special[0] = True  # [CLS]; then continuous, then categorical feature tokens
 
     def extractor(rows: list[int], heads: bool = False) -> list[tuple[np.ndarray, ...]]:
-        x = _inputs(arrays, "test", np.asarray(rows), device)
+        x = model_inputs(arrays, "test", np.asarray(rows), device)
         if not heads:
             return [(layers, special) for layers in block_attention(model, *x).cpu().numpy()]
         att, every = (t.cpu().numpy() for t in block_attention(model, *x, heads=True))

@@ -2,7 +2,9 @@
 
 A prepared data set is a folder ``resources/data/<name>/`` holding the inputs
 (``images/*.png`` or ``segments.jsonl``) and ``manifest.json``: the source, the
-count, the seed and a SHA-256 of every input, so a rerun can be checked.
+count, the seed and a SHA-256 of every input, so a rerun can be checked. The sources:
+:mod:`.images` (image folders, hub data sets, sample photographs) and :mod:`.text` (local files, Python's docs, hub
+data sets).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class DataUnavailableError(RuntimeError):
     """A data set's source cannot be had here; the message names the cause and what to do."""
 
 
-def _split_patterns(data_files: Any, split: str) -> list[str] | None:
+def split_patterns(data_files: Any, split: str) -> list[str] | None:
     """The patterns of ``split`` in a ``data_files`` value: a mapping split → patterns, or bare
     patterns (a string or a list), which hold the split asked for."""
     if isinstance(data_files, dict):
@@ -64,7 +66,7 @@ def _config_patterns(readme: str, config: str, split: str) -> list[str] | None:
                 files = {f["split"]: f["path"] for f in files}
             elif split != "train":  # a card's bare patterns are its train split
                 return None
-            return _split_patterns(files, split)
+            return split_patterns(files, split)
     return None
 
 
@@ -80,7 +82,7 @@ def hub_selector(name: str, spec: dict[str, Any]):
 
     def select(tree: dict[str, int], commit: str) -> list[str]:
         if "data_files" in spec:
-            patterns = _split_patterns(spec["data_files"], split)
+            patterns = split_patterns(spec["data_files"], split)
             source = f"data_files {spec['data_files']!r}"
         else:
             from huggingface_hub import hf_hub_download

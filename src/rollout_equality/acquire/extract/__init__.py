@@ -12,7 +12,9 @@ and, called with ``heads=True``, each head's attention as well (the average unch
 
     [(layers, special, heads: float32 array (L, H, n, n)), ...]
 
-Attention is read with eager attention only; a model that returns none raises.
+Attention is read with eager attention only; a model that returns none raises. One backend per library:
+:mod:`.transformers_backend` (text and vision models of Hugging Face transformers) and :mod:`.timm_backend` (timm's
+vision transformers).
 """
 
 from __future__ import annotations
