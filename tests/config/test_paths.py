@@ -53,10 +53,10 @@ def test_the_rules_state_no_path_template_of_their_own():
 
 
 def test_the_output_keys_are_the_ones_the_library_checks():
-    from rollout_equality.dynamics import report
     from rollout_equality.reporting import figures
     from rollout_equality.reporting import ftt_ablation as ablation
     from rollout_equality.reporting import suite_tables as tables
+    from rollout_equality.studies.dynamics import report
 
     assert tables.SUITE_TABLES is paths.SUITE_TABLES and ablation.ABLATION_FILES is paths.FTT_ABLATION
     assert report.SIMULATION_FILES is paths.SIMULATIONS and figures.SUITE_FIGURES is paths.FIGURE_NAMES

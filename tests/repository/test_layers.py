@@ -14,7 +14,7 @@ STAGES = [
     {"measure"},
     {"tabular"},
     {"reporting"},
-    {"dynamics"},
+    {"studies"},
     {"cli", "fingerprint", "__main__"},
 ]
 """Lowest first; a module of a stage may import its own stage and those before it."""

@@ -10,9 +10,9 @@ from models_tiny import MINILM
 from schema import TINY, validated
 
 from rollout_equality.acquire.models import prepare_model, resolve_local
-from rollout_equality.dynamics import albert as al
-from rollout_equality.dynamics import sphere as dy
-from rollout_equality.dynamics.consensus import EXPERIMENTS, build_heads, run_experiment
+from rollout_equality.studies.dynamics import albert as al
+from rollout_equality.studies.dynamics import sphere as dy
+from rollout_equality.studies.dynamics.consensus import EXPERIMENTS, build_heads, run_experiment
 
 ETA, BETA = 0.2, 1.0
 

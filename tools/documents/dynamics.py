@@ -46,7 +46,7 @@ def dynamics_values() -> dict[str, str]:
     v["radius_v1"] = ", ".join(f"{summary.loc[e, 'radius_v1']:.3f} {e}" for e in summary.index if e != "bipartite")
     top = consensus.groupby("experiment")["eigenvalue"].transform("max")
     v["radius_other"] = f"{sig_span(consensus.loc[consensus['eigenvalue'] < top, 'spectral_radius'], 3)}"
-    # the bipartite experiment's displayed run starts at its split (rollout_equality.dynamics.consensus); the others
+    # the bipartite experiment's displayed run starts at its split (rollout_equality.studies.dynamics.consensus); the others
     # start from a random state
     random = summary.drop(index="bipartite")
     v["random_runs"] = and_(list(random.index))

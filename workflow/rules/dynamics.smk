@@ -1,5 +1,5 @@
 # The dynamics study: simulations of self-attention dynamics on the sphere, and ALBERT's shared
-# layer applied beyond its trained depth (rollout_equality.dynamics: consensus, albert, report).
+# layer applied beyond its trained depth (rollout_equality.studies.dynamics: consensus, albert, report).
 # The reports (tables and figures) are local rules, as reporting.smk's.
 localrules:
     report_simulations,

@@ -1,4 +1,4 @@
-"""rule report_albert → rollout_equality.dynamics.report.report_albert"""
+"""rule report_albert → rollout_equality.studies.dynamics.report.report_albert"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
@@ -6,8 +6,8 @@ from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
-from rollout_equality.dynamics.report import report_albert
 from rollout_equality.runtime.files import logging_to
+from rollout_equality.studies.dynamics.report import report_albert
 
 with logging_to(snakemake.log[0]):
     report_albert(

@@ -1,4 +1,4 @@
-"""rule report_simulations → rollout_equality.dynamics.report.report_simulations"""
+"""rule report_simulations → rollout_equality.studies.dynamics.report.report_simulations"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
@@ -6,8 +6,8 @@ from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads)  # offline, thread counts: before the library's imports
 
-from rollout_equality.dynamics.report import report_simulations
 from rollout_equality.runtime.files import logging_to
+from rollout_equality.studies.dynamics.report import report_simulations
 
 with logging_to(snakemake.log[0]):
     report_simulations(dict(snakemake.input.items()), dict(snakemake.output.items()))

@@ -1,4 +1,4 @@
-"""rule unroll_albert → rollout_equality.dynamics.albert.unroll_albert"""
+"""rule unroll_albert → rollout_equality.studies.dynamics.albert.unroll_albert"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
@@ -6,9 +6,9 @@ from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.params.threads, snakemake.params.code_path)  # offline, extraction.threads and code_path: first
 
-from rollout_equality.dynamics.albert import unroll_albert
 from rollout_equality.measure import read_model_info
 from rollout_equality.runtime.files import logging_to
+from rollout_equality.studies.dynamics.albert import unroll_albert
 
 with logging_to(snakemake.log[0]):
     albert, cond = snakemake.params.albert, snakemake.params.condition

@@ -109,7 +109,7 @@ PAPER_MAIN = f"{PAPER}/main.tex"
 PAPER_PDF = f"{PAPER}/suite-{{suite}}.pdf"  # built beside main.tex from a driver suite-<suite>.tex
 
 # --- the dynamics study --------------------------------------------------------------------------------
-SIMULATIONS = {  # what simulate_dynamics writes (rollout_equality.dynamics.report)
+SIMULATIONS = {  # what simulate_dynamics writes (rollout_equality.studies.dynamics.report)
     name: f"{RESULTS}/dynamics/simulations/{name}.{ext}"
     for name, ext in (
         ("trajectory", "csv"),

@@ -7,7 +7,7 @@ attention of every step. The first ``num_hidden_layers`` states are the model's 
 
 Per (input, step) the records hold the mean pairwise distance of the normalised tokens, the mean
 and min |corr(x_i, v1)| (cosine with v1, the eigenvector of the layer matrix F = W_O W_V =
-Σ_h W_O^h W_V^h chosen by :func:`rollout_equality.dynamics.sphere.principal_eigenpair` with η = 1, the
+Σ_h W_O^h W_V^h chosen by :func:`rollout_equality.studies.dynamics.sphere.principal_eigenpair` with η = 1, the
 residual stream's step), and, side by side, κ of the step's head-averaged attention, κ of the
 rollout Π ½(I + A_s) up to that step and whether the equality condition holds at that step.
 """
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.condition.dobrushin import DEFAULT_ATOL, DEFAULT_ROW_SUM_ATOL, equality_condition
-from rollout_equality.dynamics import sphere as dy
+from rollout_equality.studies.dynamics import sphere as dy
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.condition.dobrushin import kappa
-from rollout_equality.dynamics import sphere as dy
 from rollout_equality.runtime.files import progress
+from rollout_equality.studies.dynamics import sphere as dy
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ OUTCOMES = ("returned", "bipartite", "consensus", "other")
 
 
 def outcome_counts(ends: np.ndarray) -> dict[str, int]:
-    """How many runs ended in each of :data:`OUTCOMES` (labels from :func:`rollout_equality.dynamics.sphere.classify`)."""
+    """How many runs ended in each of :data:`OUTCOMES` (labels from :func:`rollout_equality.studies.dynamics.sphere.classify`)."""
     return {kind: int((ends == kind).sum()) for kind in OUTCOMES}
 
 

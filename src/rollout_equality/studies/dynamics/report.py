@@ -13,9 +13,9 @@ import pandas as pd
 
 from rollout_equality.config.paths import ALBERT_REPORT, SIMULATION_FIGURES, SIMULATION_REPORT
 from rollout_equality.config.paths import SIMULATIONS as SIMULATION_FILES  # the files simulate_dynamics writes, by key
-from rollout_equality.dynamics.consensus import EXPERIMENTS, run_experiment, split_share
 from rollout_equality.reporting.writers import write_csv, write_html, write_latex
 from rollout_equality.runtime.files import atomic_path, progress, require_paths, write_json
+from rollout_equality.studies.dynamics.consensus import EXPERIMENTS, run_experiment, split_share
 
 BETA_SWEEP_COLUMNS = ["beta", "spectral_radius", "stable", "basin_radius", "uniform_bipartite"]
 
@@ -133,7 +133,7 @@ def trajectory_figure(tokens: np.ndarray, v1: np.ndarray, traj: pd.DataFrame, in
     Right: spread, misalignment 1 − mean |corr| and κ of the rollout on one log axis."""
     import matplotlib.pyplot as plt
 
-    from rollout_equality.dynamics.sphere import alignment
+    from rollout_equality.studies.dynamics.sphere import alignment
 
     fig = plt.figure(figsize=(9.0, 3.6))
     title = (
@@ -204,8 +204,8 @@ def basin_figure(basin: pd.DataFrame, sweep: pd.DataFrame, info: dict):
 def report_albert(records_path, info_path, out: Mapping[str, str | os.PathLike], table_steps) -> None:
     """Per-step table (CSV at ``out["steps"]``, LaTeX at ``out["tex"]`` for the steps in ``table_steps``)
     and the step figure (``out["pdf"]``, ``out["png"]``)."""
-    from rollout_equality.dynamics.albert import summarise
     from rollout_equality.reporting import figures
+    from rollout_equality.studies.dynamics.albert import summarise
 
     require_paths(out, ALBERT_REPORT, "report_albert")
     records = pd.read_parquet(records_path)
