@@ -375,8 +375,8 @@ def test_the_quick_start_runs_the_rules_readme_says_it_runs(local_runs):
 
     left_out = re.search(r"every rule of the workflow but ([^)]*)\)", (REPO / "README.md").read_text()).group(1)
     said = set(re.findall(r"`(\w+)`", left_out))
-    ran = job_counts(local_runs[0].result.stdout + local_runs[0].result.stderr)
-    assert said and set(ran) == set(rules()) - said, (sorted(ran), sorted(said))
+    ran = set(job_counts(local_runs[0].result.stdout + local_runs[0].result.stderr)) & set(rules())  # not targets
+    assert said and ran == set(rules()) - said, (sorted(ran), sorted(said))
 
 
 def deterministic_outputs(workdir: Path) -> list[str]:
