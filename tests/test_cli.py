@@ -219,3 +219,71 @@ def test_a_model_json_of_the_older_layout_is_read_in_place_and_refused_once_move
     assert main(["measure", "--model", str(tmp_path / "b/distilbert"), "--texts", str(tmp_path / "x.txt"),
                  "--out", str(tmp_path / "o.parquet")]) == 2  # fmt: skip
     assert "prepare_model" in capsys.readouterr().err and not (tmp_path / "o.parquet").exists()
+
+
+def written(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_the_heads_analysis_follows_the_configs_analysis_and_the_flags_override_it(cwd, capsys):
+    """`analysis` of an overlay (as the workflow reads it) writes the heads file and its rollout beside --out, named
+    as the workflow names them; --per-head / --no-per-head and --fusions override it; the head-averaged records
+    are the same bytes whether or not the heads analysis runs."""
+    import pandas as pd
+
+    from rollout_equality.condition.records import read_metadata
+    from rollout_equality.config.paths import companions
+
+    bert_folder(cwd / "m")
+    (cwd / "over.yaml").write_text("analysis: {per_head: true, fusions: [mean, max, min]}\n")
+    runs = {
+        "config": ["--configfile", "over.yaml"],
+        "flags over it": ["--configfile", "over.yaml", "--no-per-head", "--fusions", "mean,min"],
+        "flags alone": ["--per-head"],
+        "off": [],
+    }
+    files = {}
+    for name, args in runs.items():
+        out = cwd / name / "r.parquet"
+        assert main(["measure", "--model", "m", "--texts", "lines.txt", "--out", str(out), *args]) == 0
+        files[name] = written(out.parent)
+        beside = companions(str(out))
+        assert sorted(files[name]) == sorted(Path(p).name for p in [out, *beside.values()])
+        printed = capsys.readouterr().out
+        assert f"wrote {out} and {beside['rollout']}; {beside['heads']} and {beside['heads_rollout']} hold " in printed
+        heads, fused = pd.read_parquet(beside["heads"]), pd.read_parquet(beside["heads_rollout"])
+        per_head = heads["head"].notna()
+        expected = {  # per_head, fusions
+            "config": (True, ["mean", "max", "min"]),
+            "flags over it": (False, ["mean", "min"]),
+            "flags alone": (True, ["mean"]),
+            "off": (False, ["mean"]),
+        }[name]
+        fused_names = set(expected[1]) - {"mean"}
+        assert (per_head.any(), set(heads.loc[~per_head, "fusion"]), set(fused["fusion"])) == (
+            expected[0], fused_names, fused_names
+        ), name  # fmt: skip
+        # 2 lines x 2 layers x (2 heads, or 1 fused matrix) x 2 token sets
+        assert len(heads) == (2 * 2 * 2 * 2 if expected[0] else 0) + len(fused_names) * 2 * 2 * 2
+        analysis = read_metadata(beside["heads"])["analysis"]
+        assert analysis == {"per_head": expected[0], "fusions": expected[1]}, name
+        assert ("heads analysis is off" in printed) == (expected == (False, ["mean"]))
+    for name in runs:  # the head-averaged records: the same bytes with and without the heads analysis
+        assert {k: files[name][k] for k in ("r.parquet", "r.rollout.parquet")} == {
+            k: files["off"][k] for k in ("r.parquet", "r.rollout.parquet")
+        }, name
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [("max,min", "mean among them"), ("mean,avg", "'avg' is not one of"), ("mean,max,max", "non-unique")],
+    ids=["without-mean", "unknown", "twice"],
+)
+def test_fusions_outside_the_schemas_are_refused_naming_the_allowed_ones(cwd, capsys, given, message):
+    bert_folder(cwd / "m")
+    with pytest.raises(SystemExit) as stop:
+        measure("--model", "m", "--texts", "lines.txt", "--fusions", given)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --fusions: {given!r}: give distinct names among mean, max, min" in err and message in err, err
+    assert not (cwd / "out").exists()

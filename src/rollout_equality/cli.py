@@ -15,7 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from rollout_equality.config.load import load_config
-from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR
+from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR, companions
+from rollout_equality.config.schema import choices
+
+FUSION_NAMES = choices("$defs", "fusions", "items")
+"""The head fusions the schema allows (``--fusions``)."""
 
 
 def _cmd_condition(args: argparse.Namespace) -> int:
@@ -66,11 +70,13 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 
 def _cmd_measure(args: argparse.Namespace) -> int:
     """Measure a model on a prepared data set or on text / image files, through the workflow's own entry point
-    (:func:`rollout_equality.measure.measure_and_write`), writing only ``--out`` and its rollout companion."""
+    (:func:`rollout_equality.measure.measure_and_write`), with the config's ``analysis`` as the workflow resolves it
+    for this experiment (flags over it), writing only ``--out`` and its companions, named as the workflow names
+    them (:func:`rollout_equality.config.paths.companions`): the rollout records, the heads file and its rollout."""
     from rollout_equality.runtime.code_paths import code_path
 
     out = Path(args.out)
-    rollout_out = out.with_name(out.name.removesuffix(".parquet") + ".rollout.parquet")  # beside it, as --out says
+    beside = {key: Path(path) for key, path in companions(str(out)).items()}
     config = load_config(args.configfile)
     extraction, condition = _sections(args, "extraction", "condition", config=config)
     # Before torch, MKL, oneDNN and numba start (each reads its variable once), as the workflow's job prelude does:
@@ -78,6 +84,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     code_path(extraction.code_path)
 
     from rollout_equality.acquire.extract import load
+    from rollout_equality.condition.heads import HeadSettings
     from rollout_equality.measure import measure, measure_and_write, model_record, resolve_overlap
     from rollout_equality.runtime.device import resolve_device
     from rollout_equality.runtime.files import logging_to
@@ -90,28 +97,67 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             modality = read_manifest(args.data)["modality"]
         name, info, rerun = _model(args, config, modality)
         if args.data:
-            rates = measure(
-                info, args.data, out, rollout_out, model=name, dataset=Path(args.data).name,
-                extraction=extraction, condition=condition, model_rerun=rerun or None,
-            )  # fmt: skip
+            ids, inputs, dataset = None, None, Path(args.data).name
         else:
             ids, inputs, dataset = _texts(Path(args.texts)) if args.texts else _images(args.images)
+        heads = HeadSettings.from_config(analysis_of(args, config, name, dataset))
+        written = dict(heads=heads, heads_path=beside["heads"], heads_rollout_path=beside["heads_rollout"])
+        if args.data:
+            rates = measure(
+                info, args.data, out, beside["rollout"], model=name, dataset=dataset,
+                extraction=extraction, condition=condition, model_rerun=rerun or None, **written,
+            )  # fmt: skip
+        else:
             device = resolve_device(extraction.device)
             extractor = load(info, device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend)
             rates = measure_and_write(
-                extractor, ids, inputs, out, rollout_out, model=name, dataset=dataset,
+                extractor, ids, inputs, out, beside["rollout"], model=name, dataset=dataset,
                 model_record=model_record(info), dataset_record=dataset_record(dataset, ids, inputs),
                 condition=condition, device=device, threads=extraction.threads,
                 batch_size=extraction.batch_size,
                 settings={"max_tokens": extraction.max_tokens} if modality == "text" else None,
                 overlap=resolve_overlap(extraction.overlap, device), batch_by_length=extraction.batch_by_length,
                 dump_inputs=0,  # the command line writes no attention dump
+                **written,
             )  # fmt: skip
+    extra = [*(["per head"] if heads.per_head else []), *(f"{f} fusion" for f in heads.extra_fusions)]
     print(
         f"{name}: the condition holds in {100 * rates['content']:.1f}% (content tokens) and {100 * rates['all']:.1f}% "
-        f"(all tokens) of input-layer pairs\nwrote {out} and {rollout_out}"
+        f"(all tokens) of input-layer pairs\nwrote {out} and {beside['rollout']}; "
+        f"{beside['heads']} and {beside['heads_rollout']} hold "
+        + (f"the heads analysis ({', '.join(extra)})" if extra else "no rows (the heads analysis is off)")
     )
     return 0
+
+
+def analysis_of(args: argparse.Namespace, config: dict, model: str, dataset: str) -> dict:
+    """``{per_head, fusions}`` of ``model`` on ``dataset``: the config's ``analysis`` as the workflow resolves it
+    for that experiment (:func:`rollout_equality.config.checks.run_analysis`: the experiment's own settings, else
+    its suite's, else ``analysis``'s; a model or data set no suite lists gets ``analysis``'s own), then
+    ``--per-head`` / ``--no-per-head`` and ``--fusions`` over it."""
+    from rollout_equality.config.checks import run_analysis
+
+    values = run_analysis(config, model, dataset)
+    if args.per_head is not None:
+        values["per_head"] = args.per_head
+    if args.fusions is not None:
+        values["fusions"] = args.fusions
+    return values
+
+
+def fusions_flag(text: str) -> list[str]:
+    """``--fusions``: comma-separated names, checked against the schema's ``$defs.fusions`` (the allowed names, each
+    once, ``mean`` among them) as config.yaml's ``analysis.fusions`` is."""
+    from rollout_equality.config.load import checked
+
+    names = [part.strip() for part in text.split(",")]
+    try:
+        return checked(("$defs", "fusions"), "--fusions", names)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give distinct names among {', '.join(FUSION_NAMES)} separated by commas, mean among them "
+            f"(the head-averaged records, always measured) ({err})"
+        ) from None
 
 
 def cache_dir() -> Path:
@@ -355,9 +401,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "measure",
         help="records of one model on a prepared data set or on texts / images, as rule measure writes them",
-        description="Records of one model, measured as rule measure measures (the same entry point, settings and "
-        "checks); writes --out and its .rollout.parquet companion, nothing else but a hub download or a model it "
-        "prepares itself in its cache (ROLLOUT_EQUALITY_CACHE, else ~/.cache/rollout-equality).",
+        description="Records of one model, measured as rule measure measures (the same entry point, settings, "
+        "analysis and checks); writes --out (r.parquet) and beside it, named as the workflow names them, "
+        "r.rollout.parquet (the rollout records), r.heads.parquet and r.heads.rollout.parquet (per head and under "
+        "the max and min head fusions, as config analysis or --per-head and --fusions ask; no rows otherwise), "
+        "nothing else but a hub download or a model it prepares itself in its cache (ROLLOUT_EQUALITY_CACHE, else "
+        "~/.cache/rollout-equality). docs/your-model.md says which models work and what each refusal means.",
         epilog=OUTSIDE,
     )
     p.add_argument(
@@ -378,6 +427,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="auto, cpu or cuda[:N] (default: extraction.device)")
     p.add_argument("--max-tokens", type=int, help="truncate text inputs to this many tokens (extraction.max_tokens)")
     p.add_argument("--image-backend", help="transformers image processor backend (extraction.image_backend)")
+    p.add_argument(
+        "--per-head",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="test every head's own attention too, or not (default: the config's analysis.per_head for this "
+        "experiment, as the workflow resolves it)",
+    )
+    p.add_argument(
+        "--fusions",
+        type=fusions_flag,
+        metavar=",".join(FUSION_NAMES),
+        help=f"the head fusions tested, comma-separated among {', '.join(FUSION_NAMES)}, mean included (its records "
+        "are --out's); max and min fuse the heads as vit-explain's head_fusion does (default: the config's "
+        "analysis.fusions for this experiment)",
+    )
     _condition_flags(p)
     _configfile_flag(p)
     p.add_argument("--log", default=None)

@@ -251,7 +251,9 @@ def test_cli_measure_on_a_text_list(tmp_path, monkeypatch, capsys):
     assert code == 0
     df = pd.read_parquet(out)
     assert len(df) == 3 * 6 * 2 and set(df["input_id"]) == {"line-1", "line-2", "line-3"}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["lines.txt", "r.parquet", "r.rollout.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "lines.txt", "r.heads.parquet", "r.heads.rollout.parquet", "r.parquet", "r.rollout.parquet"
+    ]  # fmt: skip
     printed = capsys.readouterr().out  # the rates it found and the files it wrote
     assert re.search(r"holds in \d+\.\d% \(content tokens\) and \d+\.\d% \(all tokens\)", printed)
     assert f"wrote {out} and {tmp_path / 'r.rollout.parquet'}" in printed

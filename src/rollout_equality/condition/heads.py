@@ -9,10 +9,10 @@ the other fusions of attention-rollout tools form from the heads:
 * ``max``: the entrywise maximum over heads, each row divided by its sum;
 * ``min``: the entrywise minimum over heads, each row divided by its sum.
 
-vit-explain's ``head_fusion`` ("mean", "max", "min") forms the same three matrices before its rollout; it then
-renormalises ½(I + fused) instead of the fused matrix itself, and its optional ``discard_ratio`` zeroes the
-smallest entries, which changes the matrix rather than the fusion; neither is done here. The condition is defined
-for row-stochastic matrices, so each fused matrix is renormalised to rows summing to 1 (:func:`fuse`).
+vit-explain's ``head_fusion`` ("mean", "max", "min") forms the same three matrices before its rollout, without
+renormalising them; its ``discard_ratio`` and its rollout's normalisation are set beside this module's in
+docs/your-model.md. The condition is defined for row-stochastic matrices, so each fused matrix is renormalised to
+rows summing to 1 (:func:`fuse`).
 
 Token sets as in the head-averaged analysis: ``all`` (every token) and ``content`` (special tokens removed and each
 row renormalised, :func:`rollout_equality.condition.dobrushin.restrict`): per head, on each head's own matrix; per fusion,

@@ -83,17 +83,18 @@ def _analysis(config: dict[str, Any], suite: str, entry: dict[str, Any] | None =
 
 def _settings_by_run(config: dict[str, Any]) -> dict[tuple[str, ...], dict[tuple, list[str]]]:
     """Every run the suites list (``("experiment", model, dataset)`` and ``("ftt", table)``) → its settings (as a
-    hashable key) → the suites that give it them."""
+    hashable key) → the suites that give it them. A config without suites (the command line's overlay alone, or
+    the schema's defaults) lists none."""
     runs: dict[tuple[str, ...], dict[tuple, list[str]]] = {}
 
     def add(run, suite, settings):
         key = (settings["per_head"], tuple(settings["fusions"]))
         runs.setdefault(run, {}).setdefault(key, []).append(suite)
 
-    for suite, experiments in config["suites"].items():
+    for suite, experiments in config.get("suites", {}).items():
         for exp in experiments:
             add(("experiment", exp["model"], exp["dataset"]), suite, _analysis(config, suite, exp))
-    for suite, tables in config["tabular"]["suites"].items():
+    for suite, tables in config.get("tabular", {}).get("suites", {}).items():
         for table in tables:
             add(("ftt", table), suite, _analysis(config, suite))
     return runs

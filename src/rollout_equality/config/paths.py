@@ -43,19 +43,33 @@ def benchmark_path(tail: str) -> str:
 
 
 # --- measurement ---------------------------------------------------------------------------------------
+COMPANION_SUFFIXES = {
+    "rollout": ".rollout.parquet",
+    "heads": ".heads.parquet",
+    "heads_rollout": ".heads.rollout.parquet",
+}
+"""What replaces ``.parquet`` in the name of a records file for each file written beside it: its rollout records,
+the heads file (per head and fused: config ``analysis``) and the heads file's rollout companion."""
+
+
+def companions(records: str) -> dict[str, str]:
+    """The files written beside the records file (or template) ``records``, by :data:`COMPANION_SUFFIXES`' keys:
+    ``r.parquet`` → ``r.rollout.parquet``, ``r.heads.parquet``, ``r.heads.rollout.parquet`` (a name without
+    ``.parquet`` gets the suffix added). The workflow's templates below and the command line's ``--out`` both
+    name them so."""
+    stem = str(records).removesuffix(".parquet")
+    return {key: stem + suffix for key, suffix in COMPANION_SUFFIXES.items()}
+
+
 RECORDS = f"{RESULTS}/records/{{model}}/{{dataset}}.parquet"
-ROLLOUT = f"{RESULTS}/records/{{model}}/{{dataset}}.rollout.parquet"
-HEADS = f"{RESULTS}/records/{{model}}/{{dataset}}.heads.parquet"  # per head and fused (config analysis)
-HEADS_ROLLOUT = f"{RESULTS}/records/{{model}}/{{dataset}}.heads.rollout.parquet"
+ROLLOUT, HEADS, HEADS_ROLLOUT = companions(RECORDS).values()
 DUMP = f"{RESULTS}/attention/{{model}}/{{dataset}}.npz"
 SUMMARY = f"{RESULTS}/summaries/{{model}}/{{dataset}}.csv"
 
 FTT_MODEL = f"{RESULTS}/ftt/{{tabular}}/seed{{seed}}/model.pt"
 FTT_METRICS = f"{RESULTS}/ftt/{{tabular}}/seed{{seed}}/metrics.json"
 FTT_RECORDS = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.parquet"
-FTT_ROLLOUT = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.rollout.parquet"
-FTT_HEADS = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.heads.parquet"
-FTT_HEADS_ROLLOUT = f"{RESULTS}/records/ftt/{{tabular}}/seed{{seed}}.heads.rollout.parquet"
+FTT_ROLLOUT, FTT_HEADS, FTT_HEADS_ROLLOUT = companions(FTT_RECORDS).values()
 FTT_SUMMARY = f"{RESULTS}/summaries/ftt/{{tabular}}/seed{{seed}}.csv"
 
 # --- tables and figures --------------------------------------------------------------------------------
