@@ -243,12 +243,12 @@ def ablation_section(out: str | os.PathLike, inputs: Mapping[str, str | os.PathL
         )
         return
     require_paths(inputs, ("tex", "pdf", "summary"), "ablation_section")
-    digests = "".join(f"% {key}: sha256 {digests.of_file(inputs[key])}\n" for key in ("tex", "pdf", "summary"))
+    stamps = "".join(f"% {key}: sha256 {digests.of_file(inputs[key])}\n" for key in ("tex", "pdf", "summary"))
     name = (table or "").replace("_", "\\_")
     write_text(
         out,
         head
-        + digests
+        + stamps
         + f"\\subsection*{{Recipe ablation on \\texttt{{{name}}}}}\n"
         + "Each setting changes one choice of the reference recipe (Gorishniy et al.\\ 2021) or several; "
         + "rates pool every seed, \\emph{seeds} gives the range of the per-seed rates.\n"
