@@ -82,6 +82,7 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
     from rollout_equality.config.load import load_config
     from rollout_equality.config.settings import Condition, Extraction, from_section
     from rollout_equality.measure import measure_inputs, read_model_info
+    from rollout_equality.runtime.code_paths import active
     from rollout_equality.tabular.ftt import train_ftt
 
     config = load_config([str(REPO / "config.yaml")])
@@ -104,6 +105,7 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
             patience=16,
             batch_size=config["tabular"]["training"]["batch_size"],
             binary_head="one_logit",
+            code_path=active(),
             device="cpu",
         )
         found["train_s"], found["train_cpu_s"] = time.perf_counter() - start, _cpu_seconds() - cpu

@@ -211,6 +211,7 @@ def check_ftt(bundle_dir: Path, device: str, config: dict, epochs: int, rows: in
                 patience=training["patience"],
                 batch_size=training["batch_size"],
                 binary_head="one_logit",
+                code_path=training["code_path"],
                 device=where,
             )
             digest = digests.of_file(Path(tmp) / f"{name}.pt")

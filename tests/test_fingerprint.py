@@ -58,18 +58,22 @@ def test_each_code_path_pins_what_the_libraries_report_and_changes_the_bits():
     assert native["reported"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert native["reported"]["numba_target"] == "host" and native["reported"]["mkl_branch"] != "COMPATIBLE"
     part = {r[0] for r in native["digests"]}
-    assert {"inputs", "step 1 forward", "step 1 gradient", "step 1 parameter gradient", "weights"} <= part
+    assert {"inputs", "step 1 forward", "step 1 gradient", "step 1 parameter gradient", "step 1 update"} <= part
+    for run, optimizer in ((native, "AdamW"), (compatible, "PortableAdamW")):  # each update's stages are the run's
+        assert [optimizer + " replayed", "same bits"] in [r[1:] for r in run["digests"] if r[0] == "step 1 update"]
     inputs = [r for r in native["digests"] if r[0] == "inputs"]
     assert inputs == [r for r in compatible["digests"] if r[0] == "inputs"]  # numpy's preparation: no torch kernel
     weights = [r for r in native["digests"] if r[0] == "weights"]
     assert len(weights) == 2 and weights != [r for r in compatible["digests"] if r[0] == "weights"]
 
 
-def test_the_kept_fingerprint_names_its_machine_and_lock_and_covers_both_parts():
+def test_the_kept_fingerprint_names_its_machine_and_the_current_lock_and_covers_every_part():
+    from rollout_equality.runtime.lock import lock_digest
+
     kept = json.loads((REPO / "benchmarks/fingerprint.json").read_text())
-    assert kept["machine"]["cpu"] and kept["machine"]["lock"].startswith("sha256:")
+    assert kept["machine"]["cpu"] and kept["machine"]["lock"] == lock_digest(REPO / "requirements/lock.txt")
     assert set(kept["paths"]) >= {"native", "compatible"}
     for path in kept["paths"].values():
         parts = {r[0] for r in path["digests"]}
-        assert {"inputs", "weights", "minilm attention", "dinov2_small_imgfocus attention"} <= parts
+        assert {"inputs", "step 1 update", "weights", "minilm attention", "dinov2_small_imgfocus attention"} <= parts
         assert sum(r[0] == "weights" for r in path["digests"]) == kept["steps"]

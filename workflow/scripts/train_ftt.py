@@ -23,5 +23,6 @@ with logging_to(snakemake.log[0]):
         batch_size=t["batch_size"],
         binary_head=snakemake.params.binary_head,
         device=resolve_device(t["device"]),
+        code_path=t["code_path"],
         published=snakemake.params.published,
     )

@@ -70,3 +70,12 @@ def code_path(name: str) -> None:
     for variable in VARIABLES:
         os.environ.pop(variable, None)
     os.environ.update(CODE_PATHS[name])
+
+
+def active() -> str:
+    """The name of the code path whose variables this process's environment holds, all of them ("native" when none
+    holds them all)."""
+    for name, variables in CODE_PATHS.items():
+        if variables and all(os.environ.get(k) == v for k, v in variables.items()):
+            return name
+    return "native"

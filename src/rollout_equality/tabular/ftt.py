@@ -35,6 +35,7 @@ from rollout_equality.runtime import digests
 from rollout_equality.runtime.device import deterministic_cuda
 from rollout_equality.runtime.files import atomic_path, progress, write_text
 from rollout_equality.runtime.provenance import provenance
+from rollout_equality.tabular.adamw import PortableAdamW
 from rollout_equality.tabular.prepare import load_prepared
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,18 @@ def score(manifest: dict[str, Any], pred: np.ndarray, y: np.ndarray) -> tuple[st
     return "accuracy", float(np.mean(labels == y))
 
 
+def make_optimizer(model: torch.nn.Module, code_path: str, device: str) -> torch.optim.Optimizer:
+    """The recipe's optimiser (rtdl's default AdamW and its parameter groups); on the compatible code path on the
+    CPU, its update in IEEE basic operations (:class:`rollout_equality.tabular.adamw.PortableAdamW`), whose bits do
+    not depend on the processor."""
+    if code_path not in choices("$defs", "code_path"):
+        raise ValueError(f"code_path must be one of {choices('$defs', 'code_path')}; got {code_path!r}")
+    optimizer = model.make_default_optimizer()
+    if code_path == "compatible" and device == "cpu":
+        return PortableAdamW.like(optimizer)
+    return optimizer
+
+
 def train_ftt(
     data_path: str | os.PathLike,
     manifest_path: str | os.PathLike,
@@ -122,10 +135,12 @@ def train_ftt(
     batch_size: int,
     binary_head: str,
     device: str,
+    code_path: str,
     published: dict | None = None,
 ) -> dict[str, Any]:
     """Train on a prepared table with the default optimiser and early stopping on validation; write the best
-    state to ``model_path`` and the scores and history to ``metrics_path``.
+    state to ``model_path`` and the scores and history to ``metrics_path``. ``code_path`` is the one this process
+    runs (:func:`rollout_equality.runtime.code_paths.code_path`): it chooses the optimiser (:func:`make_optimizer`).
 
     Early stopping as the reference code's ``ProgressTracker(patience)``: training stops once more than
     ``patience`` epochs have passed without a strictly better validation score (or after ``max_epochs``).
@@ -135,7 +150,7 @@ def train_ftt(
         deterministic_cuda()
     torch.manual_seed(seed)
     model = build_model(manifest, binary_head).to(device)
-    optimizer = model.make_default_optimizer()
+    optimizer = make_optimizer(model, code_path, device)
     task = manifest["task"]
     n_train = len(arrays["y_train"])
     y_train = torch.as_tensor(arrays["y_train"], device=device)
@@ -183,6 +198,7 @@ def train_ftt(
         "seconds_total": float(np.sum(epoch_times)),
         "n_train": n_train,
         "device": device,
+        "optimizer": type(optimizer).__name__,
         "compute": provenance(device, threads=torch.get_num_threads()),
         "published": published,
         "history": history,
