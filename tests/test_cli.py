@@ -80,8 +80,17 @@ def test_a_model_of_the_config_not_prepared_here_is_prepared_in_the_cache_not_in
             "reads image inputs, but text inputs were given",
         ),
         (lambda w: None, ["--model", "nothing-here", "--texts", "lines.txt"], 2, "neither a model of the config"),
+        (lambda w: None, ["--model", MINILM, "--texts", "lines.txt", "--inputs", "1"], 2, "--inputs needs --data"),
     ],
-    ids=["not-a-model", "unknown-model-type", "empty-text", "unreadable-image", "wrong-modality", "unknown-name"],
+    ids=[
+        "not-a-model",
+        "unknown-model-type",
+        "empty-text",
+        "unreadable-image",
+        "wrong-modality",
+        "unknown-name",
+        "inputs-without-data",
+    ],  # fmt: skip
 )
 def test_bad_input_fails_naming_it_and_writes_nothing(cwd, capsys, make, args, code, message):
     make(cwd)

@@ -91,6 +91,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
 
     with logging_to(args.log):
         modality = "text" if args.texts else "image" if args.images else None
+        if args.inputs is not None and not args.data:
+            raise ValueError("--inputs needs --data (a prepared data set); give fewer --texts or --images instead")
         if args.data:
             from rollout_equality.acquire.data import read_manifest
 
@@ -103,9 +105,12 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         heads = HeadSettings.from_config(analysis_of(args, config, name, dataset))
         written = dict(heads=heads, heads_path=beside["heads"], heads_rollout_path=beside["heads_rollout"])
         if args.data:
+            from rollout_equality.config.checks import run_inputs
+
+            count = args.inputs if args.inputs is not None else run_inputs(config, name, dataset)
             rates = measure(
                 info, args.data, out, beside["rollout"], model=name, dataset=dataset,
-                extraction=extraction, condition=condition, model_rerun=rerun or None, **written,
+                extraction=extraction, condition=condition, model_rerun=rerun or None, inputs=count, **written,
             )  # fmt: skip
         else:
             device = resolve_device(extraction.device)
@@ -441,6 +446,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the head fusions tested, comma-separated among {', '.join(FUSION_NAMES)}, mean included (its records "
         "are --out's); max and min fuse the heads as vit-explain's head_fusion does (default: the config's "
         "analysis.fusions for this experiment)",
+    )
+    p.add_argument(
+        "--inputs",
+        type=int,
+        help="with --data: measure its first N inputs (default: the `inputs` the config's suites give this "
+        "experiment, else all)",
     )
     _condition_flags(p)
     _configfile_flag(p)

@@ -289,8 +289,9 @@ def measure(
     heads: HeadSettings = OFF,
     heads_path: str | os.PathLike | None = None,
     heads_rollout_path: str | os.PathLike | None = None,
+    inputs: int | None = None,
 ) -> dict[str, float]:
-    """Records of ``model`` on the prepared data set in ``data_dir``, read as ``extraction`` says and tested with
+    """Records of ``model`` on the first ``inputs`` (None: all) of the prepared data set in ``data_dir``, read as ``extraction`` says and tested with
     the tolerances of ``condition``: layer records to ``out_path``, rollout records to ``rollout_path``, attention
     of the first ``extraction.dump_inputs`` inputs to ``dump_path`` (none without it), the per-head and fused records
     that ``heads`` asks for (config ``analysis``) to ``heads_path`` and ``heads_rollout_path``. Returns the rates.
@@ -309,7 +310,11 @@ def measure(
         model_info,
         rerun=model_rerun or f"prepare it again (snakemake --forcerun prepare_model {MODEL_INFO.format(model=model)})",
     )
-    ids, inputs, manifest = load_inputs(data_dir)
+    ids, items, manifest = load_inputs(data_dir)
+    if inputs is not None:
+        if inputs > len(ids):
+            raise ValueError(f"{model} on {dataset}: inputs {inputs} asked for, the data set holds {len(ids)}")
+        ids, items = ids[:inputs], items[:inputs]
     device = resolve_device(extraction.device)
     overlap = resolve_overlap(extraction.overlap, device)
     extractor = load(model_info, device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend)
@@ -328,7 +333,7 @@ def measure(
         return measure_and_write(
             extractor,
             ids,
-            inputs,
+            items,
             out_path,
             rollout_path,
             model=model,
@@ -338,6 +343,7 @@ def measure(
                 "name": dataset,
                 "sha256": manifest.get("sha256"),
                 "n": manifest.get("n"),
+                "measured": len(ids),
                 "origin": {k: v for k, v in (manifest.get("origin") or {}).items() if k != "digests"},
             },
             condition=condition,

@@ -81,6 +81,22 @@ def test_the_shipped_and_the_tiny_configs_refer_to_defined_entries():
             "claims: baseline, again are all of kind baseline; keep one",
         ),
         (
+            lambda c: c["suites"]["paper"].append(
+                {
+                    "model": "minilm",
+                    "dataset": "pydoc_topics",
+                    "inputs": 7,
+                    "per_head": True,
+                    "fusions": ["mean", "max", "min"],
+                }
+            ),
+            "experiment minilm on pydoc_topics is measured once but its suites ask for different inputs",
+        ),
+        (
+            lambda c: c["suites"]["offline"][0].update(inputs=10_000),
+            "inputs 10000 exceeds the data set's n (200): lower inputs or raise datasets.pydoc_topics.n",
+        ),
+        (
             lambda c: c["tabular"]["datasets"]["california"].update(split={"test": "source"}),
             "tabular table 'california': split test: source needs a csv source with `test_path`",
         ),
@@ -165,3 +181,14 @@ def test_a_models_description_names_every_source_it_may_have():
     assert sources == ["hub", "local", "dist_zip", "onnx_export", "random_init"]
     described = node["description"].split("one source:", 1)[1]
     assert [s for s in sources if s not in described] == [] and "package:MODULE" in described
+
+
+def test_an_experiment_measures_the_inputs_its_suites_give_it():
+    from rollout_equality.config.checks import run_inputs
+
+    config = copy.deepcopy(SHIPPED)
+    config["suites"]["offline"][0].update(inputs=7)
+    first = config["suites"]["offline"][0]
+    assert run_inputs(config, first["model"], first["dataset"]) == 7
+    assert run_inputs(config, "dinov2_large", "imagenet_val") is None  # all of the data set's n
+    assert run_inputs(config, "no_model", "no_data") is None  # an experiment no suite lists

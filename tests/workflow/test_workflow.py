@@ -425,6 +425,7 @@ def test_offline_records_count_each_familys_special_tokens(run_a):
     n_all = deit.loc[deit.token_set == "all", "n_tokens"].to_numpy()
     n_content = deit.loc[deit.token_set == "content", "n_tokens"].to_numpy()
     assert (n_all - n_content == 2).all()  # CLS and distillation token
+    assert deit["input_id"].nunique() == 2  # the experiment's `inputs: 2` of its data set's 3
     minilm = pd.read_csv(a / "results/summaries/minilm/pydoc.csv")
     assert set(minilm["token_set"]) == {"content", "all"} and (minilm["agreement"] == 1).all()
     assert len(minilm) == 2 * 7  # 6 layers + pooled, per token set

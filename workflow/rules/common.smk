@@ -18,6 +18,7 @@ from rollout_equality.config.checks import (
     model_kinds,
     resolved_tables,
     run_analysis,
+    run_inputs,
     suite_analyses,
 )
 from rollout_equality.acquire.sources import needs_network, suite_sources

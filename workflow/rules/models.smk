@@ -91,6 +91,7 @@ rule measure:
         extraction=config["extraction"],
         condition=config["condition"],
         analysis=lambda w: run_analysis(config, w.model, w.dataset),
+        inputs=lambda w: run_inputs(config, w.model, w.dataset),
     script:
         "../scripts/measure.py"
 

@@ -27,4 +27,5 @@ with logging_to(snakemake.log[0]):
         heads=HeadSettings.from_config(snakemake.params.analysis),
         heads_path=snakemake.output.heads,
         heads_rollout_path=snakemake.output.heads_rollout,
+        inputs=snakemake.params.inputs,
     )

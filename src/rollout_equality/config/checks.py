@@ -57,6 +57,7 @@ def check_references(config: dict[str, Any]) -> None:
             )
     check_claims(config)
     check_analysis(config)
+    check_inputs(config)
     for name, entry in resolved_tables(config).items():
         if entry["split"]["test"] == "source" and "csv" not in entry["source"]:
             raise ValueError(
@@ -116,6 +117,41 @@ def check_analysis(config: dict[str, Any]) -> None:
                 f"{what} is measured once but its suites ask for different analysis settings ({listed}): give it one "
                 "setting (on the experiment, or under analysis.suites)"
             )
+
+
+def _inputs_by_experiment(config: dict[str, Any]) -> dict[tuple[str, str], dict[int | None, list[str]]]:
+    """Every experiment the suites list (model, data set) → its ``inputs`` (None: all) → the suites that give it."""
+    runs: dict[tuple[str, str], dict[int | None, list[str]]] = {}
+    for suite, experiments in config.get("suites", {}).items():
+        for exp in experiments:
+            runs.setdefault((exp["model"], exp["dataset"]), {}).setdefault(exp.get("inputs"), []).append(suite)
+    return runs
+
+
+def check_inputs(config: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming an experiment that two suites measure on different numbers of inputs (its records
+    are written once), or on more inputs than its data set holds."""
+    for (model, dataset), counts in _inputs_by_experiment(config).items():
+        if len(counts) > 1:
+            listed = "; ".join(f"suites {', '.join(s)}: {'all' if n is None else n}" for n, s in counts.items())
+            raise ValueError(
+                f"experiment {model} on {dataset} is measured once but its suites ask for different inputs ({listed}): "
+                "give it one `inputs`"
+            )
+        (n,) = counts
+        held = config["datasets"].get(dataset, {}).get("n")
+        if n is not None and held is not None and n > held:
+            raise ValueError(
+                f"experiment {model} on {dataset}: inputs {n} exceeds the data set's n ({held}): lower inputs or "
+                f"raise datasets.{dataset}.n"
+            )
+
+
+def run_inputs(config: dict[str, Any], model: str, dataset: str) -> int | None:
+    """How many of its data set's inputs the experiment ``model`` on ``dataset`` measures (None: all), as the suites
+    that list it give it (:func:`check_inputs` keeps them one)."""
+    counts = _inputs_by_experiment(config).get((model, dataset), {None: []})
+    return next(iter(counts))
 
 
 def run_analysis(config: dict[str, Any], model: str, dataset: str | None = None) -> dict[str, Any]:
