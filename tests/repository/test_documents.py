@@ -155,7 +155,8 @@ def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path):
     for step in steps.itertuples():
         path = run / "results" / "benchmarks" / f"{step.step}.tsv"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{step.s}\t0:00:00\t{step.max_rss}\t{step.cpu_time}\n")
+        cpu = max(step.cpu_time, step.s)  # a step that had the machine to itself (kept runs older than the check waited)
+        path.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{step.s}\t0:00:00\t{step.max_rss}\t{cpu}\n")
     kept.copy_kept(target, run, offline)
     for name in kept.COPIED[target]:
         assert (offline / name).read_bytes() == content(name), name
@@ -166,6 +167,20 @@ def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path):
     with pytest.raises(SystemExit, match=re.escape(str(gone))):
         kept.copy_kept(target, run, tmp_path / "again")
     assert not (tmp_path / "again").exists()
+    gone.write_text("s\th:m:s\tmax_rss\tcpu_time\n40.0\t0:00:40\t100\t20.0\n")  # waited 20 s for a core
+    with pytest.raises(SystemExit, match=re.escape(f"{steps['step'].iloc[1]} took 40.0 s on 20.0 s of CPU")):
+        kept.copy_kept(target, run, tmp_path / "again")
+    assert not (tmp_path / "again").exists()
+
+
+def test_a_step_that_waited_for_cores_is_named_and_one_on_its_own_threads_is_not():
+    rows = [
+        {"step": "measure/a/b", "s": 38.3, "cpu_time": 7.6},  # waited: another process held the cores
+        {"step": "train_ftt/t/seed0", "s": 83.0, "cpu_time": 150.0},  # two threads
+        {"step": "random_baseline", "s": 37.0, "cpu_time": 36.5},  # one thread
+        {"step": "measure/c/d", "s": 6.0, "cpu_time": 2.0},  # waited, but less than SHARED_MIN_S
+    ]
+    assert kept.shared_steps(rows) == ["measure/a/b took 38.3 s on 7.6 s of CPU"]
 
 
 def test_a_pin_changed_in_the_config_changes_reproducing_the_paper(monkeypatch):

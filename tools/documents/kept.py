@@ -35,10 +35,8 @@ COPIED = {  # target -> {path under docs/offline/: the file of a run of that tar
         "baseline_rate.png": paths.BASELINE_FIGURE.format(ext="png"),
         "heatmap.png": paths.SUITE_FIGURES["heatmap_png"],
         "random_baseline.csv": paths.BASELINE_CSV,
-        "model_rates.csv": paths.SUITE_TABLES["rates"],
-        "depth_rates.csv": paths.SUITE_TABLES["depth"],
+        **{f"{name}.csv": paths.SUITE_TABLES[key] for key, name in paths.TABLE_NAMES.items()},  # every suite table
         "ftt_scores.csv": paths.FTT_SCORES,
-        "special_tokens.csv": paths.SUITE_TABLES["special"],
         **{f"{name}.csv": paths.HEAD_TABLES[key] for key, name in paths.HEAD_TABLE_NAMES.items()},
         "heads.png": paths.HEAD_TABLES["heads_png"],
     },
@@ -57,6 +55,9 @@ BENCHMARKS = {  # target -> {its rules' benchmark files under results/benchmarks
     },
     "dynamics_offline": {"simulate_dynamics.tsv": "one", "unroll_albert/{model}/{dataset}.tsv": "albert"},
 }
+SHARED = 1.5
+"""A step whose wall time exceeds its CPU time by this factor (and by :data:`SHARED_MIN_S` at least) waited for cores."""
+SHARED_MIN_S = 5.0
 BENCHMARK_CSV = {"offline": "benchmarks.csv", "dynamics_offline": "dynamics/benchmarks.csv"}  # under docs/offline/
 ENVIRONMENT = "environment.json"  # under docs/offline/: the machine and the lock of the last --copy
 
@@ -106,23 +107,43 @@ def run_files(target: str, config: dict) -> tuple[dict[str, str], list[str]]:
 
 def copy_kept(target: str, source: Path, offline: Path = OFFLINE) -> None:
     """Copy the kept outputs of ``target`` (:data:`COPIED`, :data:`BENCHMARKS`) from a checkout ``source`` that ran
-    it with the default config into ``offline``; nothing is copied when one of them is missing."""
+    it with the default config into ``offline``; nothing is copied when one of them is missing, or when a step of the
+    run waited for cores (:func:`shared_steps`: its times would not be the machine's)."""
     files, benchmarks = run_files(target, read_config())
     missing = [str(source / path) for path in [*files.values(), *benchmarks] if not (source / path).is_file()]
     if missing:
         raise SystemExit(f"missing (run `snakemake --cores 2 {target}` there first): {', '.join(missing)}")
-    for name, path in files.items():
-        (offline / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source / path, offline / name)
-        print(f"{source / path} -> {offline / name}")
     rows = [
         {"step": str(Path(path).relative_to(paths.BENCHMARKS).with_suffix("")), **_benchmark(source / path)}
         for path in benchmarks
     ]
+    waited = shared_steps(rows)
+    if waited:
+        raise SystemExit(
+            f"{source} ran on a shared machine, its times are not kept: {'; '.join(waited)} (a step computes on its "
+            "own threads, at least one core, so on a machine it had to itself its wall time is at most its CPU time). "
+            f"Run `snakemake --cores 2 {target}` there again while nothing else runs; nothing was copied"
+        )
+    for name, path in files.items():
+        (offline / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / path, offline / name)
+        print(f"{source / path} -> {offline / name}")
     table = offline / BENCHMARK_CSV[target]
     pd.DataFrame(rows).to_csv(table, index=False, float_format="%.2f", lineterminator="\n")
     print(f"{len(rows)} benchmarks -> {table}")
     write_environment(offline / ENVIRONMENT)
+
+
+def shared_steps(rows: list[dict]) -> list[str]:
+    """The steps of a run's benchmarks (``step``, wall ``s``, ``cpu_time``) that waited for cores: wall time above
+    :data:`SHARED` times the CPU time and at least :data:`SHARED_MIN_S` seconds above it, each named with both
+    times. A step computes on at least one core, so on a machine it had to itself its wall time stays at most its CPU
+    time (below it on several threads); the check refuses runs made while another process held the cores."""
+    return [
+        f"{r['step']} took {r['s']:.1f} s on {r['cpu_time']:.1f} s of CPU"
+        for r in rows
+        if r["s"] > SHARED * r["cpu_time"] and r["s"] - r["cpu_time"] >= SHARED_MIN_S
+    ]
 
 
 def write_environment(path: Path) -> None:

@@ -4,12 +4,14 @@ claims tables computed from them by the pipeline's own :mod:`rollout_equality.re
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from rollout_equality.condition.heads import FUSIONS
 from rollout_equality.config.checks import model_kinds
 from rollout_equality.config.paths import HEAD_TABLES
-from tools.documents.kept import ABLATION, OFFLINE, benchmark_seconds, load_config, read_config
+from tools.documents.kept import ABLATION, ENVIRONMENT, OFFLINE, benchmark_seconds, load_config, read_config
 from tools.documents.wording import (
     against,
     and_,
@@ -52,6 +54,7 @@ def results_values() -> dict[str, str]:
     r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the image controls' photographs
     verdicts = offline_claims()
     v: dict[str, str] = {"heads_section": heads_section()}
+    v["kept_cpu"] = json.loads((OFFLINE / ENVIRONMENT).read_text())["cpu"]
     for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", photos)):
         v[key] = str(int(rates.loc[rates["dataset"] == dataset, "inputs"].max()))
 
@@ -87,6 +90,9 @@ def results_values() -> dict[str, str]:
     v["controls"] = span(controls)
     image_controls = rates[rates["model"].map(kinds.get).eq("untrained control") & (rates["dataset"] == photos)]
     v["controls_half_width"] = pct(((image_controls["ci_high"] - image_controls["ci_low"]) / 2).max())
+    text_controls = rates[rates["model"].map(kinds.get).eq("untrained control") & (rates["dataset"] == "pydoc_topics")]
+    v["control_photo_inputs"] = str(int(image_controls["inputs"].max()))
+    v["control_text_inputs"] = str(int(text_controls["inputs"].max()))
     for name in ("roberta_base", "distilbert_base"):
         v[f"{name}_random"] = f"{pct(r[(f'{name}_random', 'content')])} / {pct(r[(f'{name}_random', 'all')])}"
     v["dinov2_random"] = " / ".join(pct(r[(f"dinov2_{s}_random", "content")]) for s in ("small", "base", "large"))
