@@ -1,0 +1,126 @@
+"""The offline suite's time from a fresh clone, split into Snakemake's start and each kind of step, and the ratio
+of two commits run one after the other on this machine.
+
+    python benchmarks/suite_time.py --base d9e615e [--head HEAD] [--target offline] [--cores 2] [--work DIR]
+
+For each commit (the base first, then the head): a fresh clone of this repository at that commit, then
+`snakemake --cores N TARGET` in it with this environment's Python (the environment is installed once, before:
+what the clones share), timed end to end. Snakemake's log gives each job's start and end (to the second): the
+time before the first job (Snakemake's start: parsing, the DAG), each rule's summed job time, and the time in which
+no job ran. Prints both runs side by side and head/base. Absolute times move from machine to machine; the ratio,
+measured on one machine, holds. Run it while nothing else runs (the 1-minute load average is printed before and
+after each run). A measurement script, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+
+from _timing import machine
+
+REPO = Path(__file__).resolve().parents[1]
+STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+START = re.compile(r"^(?:local)?rule (\w+):$")
+JOBID = re.compile(r"^\s+jobid: (\d+)$")
+FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
+
+
+def job_times(log: str) -> tuple[datetime | None, dict[str, list[tuple[datetime, datetime]]]]:
+    """From a Snakemake log: the first job's start, and each rule's jobs as (start, end)."""
+    now, rule, started = None, None, {}
+    jobs: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
+    first = None
+    for line in log.splitlines():
+        if m := STAMP.match(line):
+            now = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+        elif m := START.match(line):
+            rule = m.group(1)
+        elif (m := JOBID.match(line)) and rule is not None:
+            started[m.group(1)] = (rule, now)
+            first = first or now
+            rule = None
+        elif m := FINISHED.match(line):
+            name, start = started.pop(m.group(1), (m.group(2), None))
+            if start is not None:
+                jobs[name].append((start, now))
+    return first, jobs
+
+
+def run(commit: str, target: str, cores: int, work: Path) -> dict:
+    """Clone at ``commit`` into ``work``, run the target, and time it (see the module)."""
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", commit], capture_output=True, text=True, check=True)
+    commit = sha.stdout.strip()
+    clone = work / commit
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(REPO), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", commit], check=True)
+    load = os.getloadavg()[0]
+    began = datetime.now().replace(microsecond=0)
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", str(cores), target], cwd=clone, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{commit}: snakemake failed in {clone}:\n{done.stderr[-3000:]}")
+    (log,) = sorted((clone / ".snakemake/log").glob("*.snakemake.log"))[-1:]
+    first, jobs = job_times(log.read_text())
+    intervals = sorted(span for spans in jobs.values() for span in spans)
+    busy, end = 0.0, None
+    for a, b in intervals:  # the union of the jobs' intervals
+        if end is None or a > end:
+            busy += (b - a).total_seconds()
+            end = b
+        elif b > end:
+            busy += (b - end).total_seconds()
+            end = b
+    startup = (first - began).total_seconds() if first else wall
+    return {
+        "commit": subprocess.run(
+            ["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        "wall": wall,
+        "startup": startup,
+        "idle": max(0.0, wall - startup - busy),
+        "rules": {r: sum((b - a).total_seconds() for a, b in spans) for r, spans in jobs.items()},
+        "load": (load, os.getloadavg()[0]),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", required=True, help="the commit to compare with (e.g. d9e615e)")
+    parser.add_argument("--head", default="HEAD", help="the commit measured (default: %(default)s)")
+    parser.add_argument("--target", default="offline")
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--work", type=Path, help="where the clones go (default: a temporary folder, removed)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+        base = run(args.base, args.target, args.cores, Path(tmp))
+        head = run(args.head, args.target, args.cores, Path(tmp))
+    print(f"{machine()}; snakemake --cores {args.cores} {args.target} from a fresh clone of each commit")
+    print(f"{'':32} {base['commit']:>10} {head['commit']:>10}  ratio")
+    rows = [("Snakemake's start", "startup"), ("no job running", "idle")]
+    for label, key in rows:
+        print(f"{label:32} {base[key]:10.0f} {head[key]:10.0f}")
+    for rule in sorted(set(base["rules"]) | set(head["rules"]), key=lambda r: -base["rules"].get(r, 0)):
+        a, b = base["rules"].get(rule, 0.0), head["rules"].get(rule, 0.0)
+        ratio = f"{b / a:6.2f}" if a else "     –"
+        print(f"{'  ' + rule:32} {a:10.0f} {b:10.0f} {ratio}")
+    print(f"{'end to end (s)':32} {base['wall']:10.0f} {head['wall']:10.0f} {head['wall'] / base['wall']:6.2f}")
+    print(
+        f"load average before/after: {base['load'][0]:.1f}/{base['load'][1]:.1f}, {head['load'][0]:.1f}/{head['load'][1]:.1f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
