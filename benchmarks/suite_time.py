@@ -2,10 +2,12 @@
 of two commits run one after the other on this machine.
 
     python benchmarks/suite_time.py --base d9e615e [--head HEAD] [--target offline] [--cores 2] [--work DIR]
+    python benchmarks/suite_time.py --repeats 3 [--head HEAD] [--tiny]      # the median of 3 runs of one commit
 
 For each commit (the base first, then the head): a fresh clone of this repository at that commit, then
 `snakemake --cores N TARGET` in it with this environment's Python (the environment is installed once, before:
-what the clones share), timed end to end. Snakemake's log gives each job's start and end (to the second): the
+what the clones share), timed end to end; `--tiny` runs README's tiny run instead (the tiny configuration in a
+folder of its own, its targets). Snakemake's log gives each job's start and end (to the second): the
 time before the first job (Snakemake's start: parsing, the DAG), each rule's summed job time, and the time in which
 no job ran. Prints both runs side by side and head/base. Absolute times move from machine to machine; the ratio,
 measured on one machine, holds. Run it while nothing else runs (the 1-minute load average is printed before and
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,23 +58,31 @@ def job_times(log: str) -> tuple[datetime | None, dict[str, list[tuple[datetime,
     return first, jobs
 
 
-def run(commit: str, target: str, cores: int, work: Path) -> dict:
+TINY = ["--configfile", ".test/config.yaml", "--directory", "tiny"]
+"""README's tiny run (tools/documents/tiny.py states it), less its cores and targets."""
+TINY_TARGETS = ["offline", "dynamics_offline"]
+
+
+def run(commit: str, target: list[str], cores: int, work: Path, extra: list[str] = ()) -> dict:
     """Clone at ``commit`` into ``work``, run the target, and time it (see the module)."""
     sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", commit], capture_output=True, text=True, check=True)
     commit = sha.stdout.strip()
-    clone = work / commit
+    clone = work / f"{commit}-{len(list(work.iterdir()))}"
     subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(REPO), str(clone)], check=True)
     subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", commit], check=True)
     load = os.getloadavg()[0]
     began = datetime.now().replace(microsecond=0)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", str(cores), target], cwd=clone, capture_output=True, text=True
+        [sys.executable, "-m", "snakemake", *extra, "--cores", str(cores), *target],
+        cwd=clone,
+        capture_output=True,
+        text=True,
     )
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{commit}: snakemake failed in {clone}:\n{done.stderr[-3000:]}")
-    (log,) = sorted((clone / ".snakemake/log").glob("*.snakemake.log"))[-1:]
+    (log,) = sorted(clone.glob("**/.snakemake/log/*.snakemake.log"))[-1:]
     first, jobs = job_times(log.read_text())
     intervals = sorted(span for spans in jobs.values() for span in spans)
     busy, end = 0.0, None
@@ -97,16 +108,29 @@ def run(commit: str, target: str, cores: int, work: Path) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", required=True, help="the commit to compare with (e.g. d9e615e)")
+    parser.add_argument("--base", help="the commit to compare with (e.g. d9e615e)")
     parser.add_argument("--head", default="HEAD", help="the commit measured (default: %(default)s)")
-    parser.add_argument("--target", default="offline")
+    parser.add_argument("--target", nargs="+", default=["offline"])
+    parser.add_argument("--tiny", action="store_true", help="README's tiny run (its config, folder and targets)")
+    parser.add_argument("--repeats", type=int, default=1, help="without --base: runs of --head, and their median")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--work", type=Path, help="where the clones go (default: a temporary folder, removed)")
     args = parser.parse_args(argv)
+    extra, target = (TINY, TINY_TARGETS) if args.tiny else ([], args.target)
+    what = f"snakemake {' '.join(extra)} --cores {args.cores} {' '.join(target)}"
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
-        base = run(args.base, args.target, args.cores, Path(tmp))
-        head = run(args.head, args.target, args.cores, Path(tmp))
-    print(f"{machine()}; snakemake --cores {args.cores} {args.target} from a fresh clone of each commit")
+        if args.base is None:
+            runs = [run(args.head, target, args.cores, Path(tmp), extra) for _ in range(args.repeats)]
+            print(f"{machine()}; {what} from a fresh clone of {runs[0]['commit']}, {args.repeats} runs")
+            for r in runs:
+                print(
+                    f"end to end {r['wall']:.0f} s (Snakemake's start {r['startup']:.0f} s), load {r['load'][0]:.1f}/{r['load'][1]:.1f}"
+                )
+            print(f"median: {statistics.median(r['wall'] for r in runs):.0f} s")
+            return 0
+        base = run(args.base, target, args.cores, Path(tmp), extra)
+        head = run(args.head, target, args.cores, Path(tmp), extra)
+    print(f"{machine()}; {what} from a fresh clone of each commit")
     print(f"{'':32} {base['commit']:>10} {head['commit']:>10}  ratio")
     rows = [("Snakemake's start", "startup"), ("no job running", "idle")]
     for label, key in rows:
