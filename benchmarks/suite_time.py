@@ -78,6 +78,7 @@ def run(commit: str, target: list[str], cores: int, work: Path, extra: list[str]
         cwd=clone,
         capture_output=True,
         text=True,
+        env={**os.environ, "PYTHONPATH": str(clone / "src")},  # the clone's library, not the environment's install
     )
     wall = time.perf_counter() - start
     if done.returncode != 0:
