@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -116,21 +117,29 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=1, help="without --base: runs of --head, and their median")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--work", type=Path, help="where the clones go (default: a temporary folder, removed)")
+    parser.add_argument("--keep", action="store_true", help="keep the clones (e.g. for tools.documents --copy)")
     args = parser.parse_args(argv)
     extra, target = (TINY, TINY_TARGETS) if args.tiny else ([], args.target)
     what = f"snakemake {' '.join(extra)} --cores {args.cores} {' '.join(target)}"
-    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+    tmp = Path(tempfile.mkdtemp(dir=args.work, prefix="suite_time-"))
+    if args.keep:
+        print(f"the clones: {tmp}", flush=True)
+    try:
         if args.base is None:
-            runs = [run(args.head, target, args.cores, Path(tmp), extra) for _ in range(args.repeats)]
+            runs = [run(args.head, target, args.cores, tmp, extra) for _ in range(args.repeats)]
             print(f"{machine()}; {what} from a fresh clone of {runs[0]['commit']}, {args.repeats} runs")
             for r in runs:
                 print(
-                    f"end to end {r['wall']:.0f} s (Snakemake's start {r['startup']:.0f} s), load {r['load'][0]:.1f}/{r['load'][1]:.1f}"
+                    f"end to end {r['wall']:.0f} s (Snakemake's start {r['startup']:.0f} s), "
+                    f"load {r['load'][0]:.1f}/{r['load'][1]:.1f}"
                 )
             print(f"median: {statistics.median(r['wall'] for r in runs):.0f} s")
             return 0
-        base = run(args.base, target, args.cores, Path(tmp), extra)
-        head = run(args.head, target, args.cores, Path(tmp), extra)
+        base = run(args.base, target, args.cores, tmp, extra)
+        head = run(args.head, target, args.cores, tmp, extra)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     print(f"{machine()}; {what} from a fresh clone of each commit")
     print(f"{'':32} {base['commit']:>10} {head['commit']:>10}  ratio")
     rows = [("Snakemake's start", "startup"), ("no job running", "idle")]
