@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from rollout_equality.config.load import load_config
-from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR, companions
+from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR, companions, snakemake_command
 from rollout_equality.config.schema import choices
 
 FUSION_NAMES = choices("$defs", "fusions", "items")
@@ -190,7 +190,7 @@ def _model(args: argparse.Namespace, config: dict, modality: str) -> tuple[str, 
         prepared = Path(MODEL_INFO.format(model=src))
         if prepared.is_file():
             info = read_model_info(prepared)
-            rerun = f"prepare it again (snakemake --forcerun prepare_model {prepared})"
+            rerun = f"prepare it again ({snakemake_command(str(prepared), '--forcerun', 'prepare_model')})"
         else:
             spec = config["models"][src]
             _fits(src, spec["modality"], modality)
@@ -199,7 +199,7 @@ def _model(args: argparse.Namespace, config: dict, modality: str) -> tuple[str, 
         print(f"model {src!r} of the config: {prepared if prepared.is_file() else cache_dir() / src}", file=sys.stderr)
     elif (folder / "model.json").is_file():
         info = read_model_info(folder / "model.json")
-        rerun = f"prepare it again (snakemake --forcerun prepare_model {folder / 'model.json'})"
+        rerun = f"prepare it again ({snakemake_command(str(folder / 'model.json'), '--forcerun', 'prepare_model')})"
     elif src.startswith("package:") or folder.is_dir():
         path = resolve_local(src)
         backend, found = describe_folder(path)
