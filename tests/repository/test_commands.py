@@ -92,6 +92,11 @@ REHEARSAL = (
     "it asks the hub and OpenML: run as written against replicas served by a local mirror "
     "(tests/workflow/test_rehearsal.py::test_the_documented_check_sources_commands_run_as_written)"
 )
+SLURM = (
+    "it submits to SLURM (the site profile made as docs/cluster.md shows; tests/workflow/test_cluster.py runs one of "
+    "its jobs on a one-node SLURM)"
+)
+UNFILLED = "a placeholder for your site"
 PREPARED = "it reads the models and inputs the offline suite prepared (more than a minute)"
 
 COMMANDS: dict[str, How] = {
@@ -120,10 +125,20 @@ COMMANDS: dict[str, How] = {
     ),
     # docs/cluster.md
     ".venv/bin/snakemake --cores 4 download": How("dry", NETWORK),
-    ".venv/bin/snakemake --profile profiles/slurm": How(
-        "dry", "it submits to SLURM (tests/workflow/test_workflow.py runs a site)"
+    ".venv/bin/rollout-equality slurm-profile --partition <partition> --account <account> --gpu-partition "
+    "<gpu-partition> --out profiles/site": How(
+        "run",
+        "a site's names",
+        runs=(
+            ".venv/bin/rollout-equality slurm-profile --partition debug --account lab --gpu-partition gpu --out "
+            "profiles/site",
+        ),
     ),
-    ".venv/bin/snakemake --profile profiles/slurm --rerun-incomplete": How("dry", "it submits to SLURM"),
+    "rollout-equality slurm-profile --partition debug --no-account --gpu-partition gpu": How("run"),
+    ".venv/bin/snakemake --profile profiles/site": How("dry", SLURM),
+    ".venv/bin/snakemake --profile profiles/site --rerun-incomplete": How("dry", SLURM),
+    "snakemake --profile profiles/slurm": How("stops", "its placeholders are refused", says=UNFILLED),
+    "snakemake --profile profiles/slurm offline": How("stops", "its placeholders are refused", says=UNFILLED),
     'pip install -e ".[slurm]"': How("dry", INSTALL),
     # docs/configuration.md
     ".venv/bin/snakemake --configfile my.yaml --cores N suite_mine": How(
@@ -225,8 +240,8 @@ COMMANDS: dict[str, How] = {
     ".venv/bin/snakemake --profile profiles/local <target>": How(
         "dry", OFFLINE_SUITE, runs=(".venv/bin/snakemake --profile profiles/local offline",)
     ),
-    ".venv/bin/snakemake --profile profiles/slurm <target>": How(
-        "dry", "it submits to SLURM", runs=(".venv/bin/snakemake --profile profiles/slurm offline",)
+    ".venv/bin/snakemake --profile profiles/site <target>": How(
+        "dry", SLURM, runs=(".venv/bin/snakemake --profile profiles/site offline",)
     ),
 }
 
@@ -407,6 +422,10 @@ def prepare(clone: Path, command: str) -> None:
     if "analysis.yaml" in command:  # docs/your-model.md's overlay: the yaml block it shows
         text = (REPO / "docs/your-model.md").read_text().split("analysis.yaml", 1)[1]
         (clone / "analysis.yaml").write_text(re.search(r"```yaml\n(.*?)```", text, flags=re.S).group(1))
+    if "--profile profiles/site" in command:  # docs/cluster.md: the site profile made first, as it shows
+        from slurm_harness import make_site_profile
+
+        make_site_profile(clone / "profiles/site", "--partition", "debug", "--account", "lab")
     if "compare docs/offline results/tables/offline" in command:  # a run of the offline suite: the kept tables
         shutil.copytree(clone / "docs/offline", clone / "results/tables/offline", dirs_exist_ok=True)
 

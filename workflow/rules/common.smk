@@ -1,3 +1,4 @@
+import os
 import re
 import sys
 import time
@@ -8,6 +9,11 @@ from snakemake.logging import logger
 from snakemake.utils import min_version
 
 sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
+from rollout_equality.config.profiles import check_profiles
+
+# a profile that still holds a <placeholder> stops here, before any job is planned
+check_profiles(sys.argv, os.environ, Path(workflow.main_snakefile).parent)
+
 from rollout_equality.reporting import paper
 from rollout_equality.runtime.device import gpu_claim
 from rollout_equality.config.load import validated

@@ -1,0 +1,77 @@
+"""The cluster path of docs/cluster.md, run as written: a site profile made from profiles/slurm keeps every resource of
+it on a real one-node SLURM (tests/slurm/harness.sh), and a profile left with its placeholders is refused before
+anything is submitted."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+from slurm_harness import make_site_profile, one_node_slurm
+
+TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
+MEASURE = "results/records/tiny_timm_deit/photos.parquet"  # one measure job of the tiny config: seconds
+
+
+def snakemake(workdir: Path, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """``snakemake ARGS`` as a reader types it in the checkout (``cwd``), the tiny config run in ``workdir``."""
+    (workdir / "config.yaml").write_text(yaml.safe_dump(TINY, sort_keys=False))
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir)]
+    cmd += ["--configfile", str(workdir / "config.yaml"), *args]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PWD": str(cwd)}
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.parametrize("filled", [(), ("partition",)])
+def test_a_profile_with_a_placeholder_left_is_refused_before_anything_is_submitted(tmp_path, filled):
+    """profiles/slurm as it ships (and a copy with only its partition filled in): a real run (not ``-n``) stops while
+    the workflow is read, naming the profile's file and every key still a placeholder, and saying how to make a site
+    profile; no job ran, nothing was written, nothing was submitted."""
+    profile = REPO / "profiles/slurm"
+    if filled:
+        text = (profile / "config.yaml").read_text().replace('"<partition>"', "debug")
+        profile = tmp_path / "half"
+        profile.mkdir()
+        (profile / "config.yaml").write_text(text)
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    res = snakemake(workdir, "--profile", str(profile.relative_to(REPO) if not filled else profile), "offline")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    assert f"{profile / 'config.yaml'}" in out or f"{REPO / profile / 'config.yaml'}" in out, out[-3000:]
+    assert "default-resources: slurm_account is '<account>'" in out
+    assert ("default-resources: slurm_partition is '<partition>'" in out) == (not filled)
+    assert "rollout-equality slurm-profile --partition" in out
+    assert "SLURM jobid" not in out and "Submitted" not in out and "rule " not in out
+    assert sorted(p.name for p in workdir.iterdir() if p.name != ".snakemake") == ["config.yaml"]
+
+
+def test_the_site_profile_keeps_every_resource_of_profiles_slurm_on_a_real_slurm(tmp_path):
+    """docs/cluster.md's way: ``rollout-equality slurm-profile`` with a partition, no account and a GPU partition,
+    then ``snakemake --profile <site> <target>``. The one measure job SLURM ran carries profiles/slurm's measure
+    resources (8 CPUs, 24000 MB, 240 min) and the site's GPU partition, as the controller reports them
+    (``scontrol show job``). The node declares 8 CPUs and 32 GB whatever the host has (the harness's
+    config_overrides): the request is what is checked, the job itself takes seconds."""
+    site = make_site_profile(tmp_path / "site", "--partition", "debug", "--no-account", "--gpu-partition", "gpu")
+    base = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())["set-resources"]["measure"]
+    with one_node_slurm(tmp_path / "slurm", cpus=8, mem_mb=32000) as (state, why):
+        if state is None:
+            pytest.skip(f"SLURM cannot run here: {why}")
+        workdir = tmp_path / "run"
+        workdir.mkdir()
+        res = snakemake(workdir, "--profile", str(site), MEASURE, "--slurm-init-seconds-before-status-checks", "2")
+        out = res.stdout + res.stderr
+        assert res.returncode == 0, out[-5000:]
+        ids = re.findall(r"SLURM jobid (\d+)", out)
+        assert len(ids) == 1, out[-3000:]  # measure alone: preparing the model and the photos are local rules
+        shown = subprocess.run(["scontrol", "show", "job", ids[0]], capture_output=True, text=True).stdout
+    job = dict(re.findall(r"(\w+)=(\S+)", shown))
+    assert job["JobState"] == "COMPLETED" and job["Partition"] == "gpu", shown
+    assert int(job["NumCPUs"]) == base["cpus_per_task"] == 8, shown
+    assert job["MinMemoryNode"] == "24000M" and base["mem_mb"] == "attempt * 24000", shown
+    assert job["TimeLimit"] == "04:00:00" and base["runtime"] == 240, shown
+    assert (workdir / MEASURE).exists()
