@@ -17,6 +17,8 @@ up by itself; each is classified below, and one that is not classified fails
   served here): the download, its checks and the measurement run for real, on other weights;
 * ``ci``: a line of .ci/run, which CI runs as written before the tests;
 * ``lock``: the command that made requirements/lock.txt, named in the lock's header (it resolves against the index);
+* ``static``: a command that reads an index the tests cannot reach (PyTorch's wheels for CUDA 12): checked against
+  the lock it departs from, not run;
 * ``rehearsal``: a Snakemake command that reads the hub and OpenML, run as written (its ``.venv/bin/`` aside) in the
   rehearsal's working directory against replicas of every source served by the local mirror
   (tests/workflow/test_rehearsal.py runs it, reading the same list of documented commands).
@@ -77,11 +79,12 @@ def quick_start_paths() -> list[str]:
 
 @dataclass(frozen=True)
 class How:
-    mode: str  # run | dry | stops | mirror | ci | lock | rehearsal
+    mode: str  # run | dry | stops | mirror | ci | lock | rehearsal | static
     why: str = ""  # why it is not run as written
     runs: tuple[str, ...] = ()  # the concrete forms of a command with placeholders (default: the command itself)
     rc: int = 0  # run: the exit status it ends with
     says: str = ""  # stops: what its output must say
+    dry: bool = True  # stops: a snakemake command runs dry (False: as written, where it stops before any job)
 
 
 OFFLINE_SUITE = "the offline suite takes more than a minute (README, Targets)"
@@ -97,6 +100,15 @@ SLURM = (
     "its jobs on a one-node SLURM)"
 )
 UNFILLED = "a placeholder for your site"
+NO_GPU = (
+    "no GPU here: run as written, it stops while the workflow is read, before any job (tests/runtime/test_device.py "
+    "fakes the driver cases)"
+)
+NO_DRIVER = "this host has no NVIDIA driver"
+CUDA12 = (
+    "it reads PyTorch's wheel index (download.pytorch.org), which the tests do not reach: its versions are checked "
+    "against the lock's torch and torchvision (test_the_cuda_12_pair_is_the_lock_s_versions)"
+)
 PREPARED = "it reads the models and inputs the offline suite prepared (more than a minute)"
 
 COMMANDS: dict[str, How] = {
@@ -137,6 +149,20 @@ COMMANDS: dict[str, How] = {
     "rollout-equality slurm-profile --partition debug --no-account --gpu-partition gpu": How("run"),
     ".venv/bin/snakemake --profile profiles/site": How("dry", SLURM),
     ".venv/bin/snakemake --profile profiles/site --rerun-incomplete": How("dry", SLURM),
+    ".venv/bin/snakemake --profile profiles/gpu": How("stops", NO_GPU, says=NO_DRIVER, dry=False),
+    ".venv/bin/snakemake --profile profiles/gpu <target>": How(
+        "stops", NO_GPU, runs=(".venv/bin/snakemake --profile profiles/gpu offline",), says=NO_DRIVER, dry=False
+    ),
+    ".venv/bin/snakemake --profile profiles/gpu all": How("stops", NO_GPU, says=NO_DRIVER, dry=False),
+    ".venv/bin/snakemake --profile profiles/site all --configfile overlays/gpu.yaml": How("dry", SLURM),
+    "--configfile overlays/gpu.yaml my.yaml": How(
+        "dry", NETWORK, runs=("snakemake --cores 2 all --configfile overlays/gpu.yaml my.yaml",)
+    ),
+    ".venv/bin/pip install torch==2.14.1+cu128 torchvision==0.29.1+cu128 --index-url "
+    "https://download.pytorch.org/whl/cu128": How("static", CUDA12),
+    "pip download --no-deps torch==2.14.1+cu128 --index-url https://download.pytorch.org/whl/cu128": How(
+        "static", CUDA12
+    ),
     "snakemake --profile profiles/slurm": How("stops", "its placeholders are refused", says=UNFILLED),
     "snakemake --profile profiles/slurm offline": How("stops", "its placeholders are refused", says=UNFILLED),
     'pip install -e ".[slurm]"': How("dry", INSTALL),
@@ -326,6 +352,20 @@ def test_the_check_finds_a_command_that_would_not_run():
     assert typed == [], "render these with rollout_equality.config.paths.snakemake_command"
 
 
+def test_the_cuda_12_pair_is_the_lock_s_versions():
+    """docs/gpu.md's CUDA 12 install departs from the lock in the CUDA build alone: its torch and torchvision are the
+    lock's versions with PyTorch's ``+cu128`` tag, from the index of that tag."""
+    from rollout_equality.runtime.lock import read_pins
+
+    pins = read_pins(REPO / "requirements/lock.txt")
+    for command, how in COMMANDS.items():
+        if how.mode != "static":
+            continue
+        wanted = dict(re.findall(r"\b(torch|torchvision)==(\S+)", command))
+        assert wanted and all(v == f"{pins[name]}+cu128" for name, v in wanted.items()), command
+        assert "--index-url https://download.pytorch.org/whl/cu128" in command, command
+
+
 # --- running them -----------------------------------------------------------------------------------------------
 
 
@@ -458,6 +498,8 @@ def test_documented_command_works(clone, tmp_path, mode, command, request):
         header = re.search(r"^#    (uv pip compile .*)$", (REPO / "requirements/lock.txt").read_text(), flags=re.M)
         assert header and header.group(1) == command, f"requirements/lock.txt was made by another command: {header}"
         return
+    if mode == "static":
+        return  # test_the_cuda_12_pair_is_the_lock_s_versions
     if mode == "rehearsal":  # tests/workflow/test_rehearsal.py runs every documented check_sources command
         from documented import snakemake_commands
 
@@ -471,7 +513,7 @@ def test_documented_command_works(clone, tmp_path, mode, command, request):
     how = COMMANDS[shown[0]]
     for segment in command.split(" && "):
         where = "clone"
-        if mode == "dry" or (mode == "stops" and _program(segment) == "snakemake"):
+        if mode == "dry" or (mode == "stops" and _program(segment) == "snakemake" and how.dry):
             segment, where = dry_form(segment)
         cwd = clone if where == "clone" else tmp_path
         res = shell(segment, cwd, env, timeout=3600)

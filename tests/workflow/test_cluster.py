@@ -17,11 +17,13 @@ TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
 MEASURE = "results/records/tiny_timm_deit/photos.parquet"  # one measure job of the tiny config: seconds
 
 
-def snakemake(workdir: Path, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    """``snakemake ARGS`` as a reader types it in the checkout (``cwd``), the tiny config run in ``workdir``."""
+def snakemake(workdir: Path, *args: str, cwd: Path = REPO, overlay: bool = True) -> subprocess.CompletedProcess:
+    """``snakemake ARGS`` as a reader types it in the checkout (``cwd``), the tiny config run in ``workdir``: as the
+    config the Snakefile reads there (``overlay=False``: a profile's own ``configfile:`` overlays it) or as an
+    overlay on the command line."""
     (workdir / "config.yaml").write_text(yaml.safe_dump(TINY, sort_keys=False))
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir)]
-    cmd += ["--configfile", str(workdir / "config.yaml"), *args]
+    cmd += [*(["--configfile", str(workdir / "config.yaml")] if overlay else []), *args]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PWD": str(cwd)}
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
@@ -75,3 +77,25 @@ def test_the_site_profile_keeps_every_resource_of_profiles_slurm_on_a_real_slurm
     assert job["MinMemoryNode"] == "24000M" and base["mem_mb"] == "attempt * 24000", shown
     assert job["TimeLimit"] == "04:00:00" and base["runtime"] == 240, shown
     assert (workdir / MEASURE).exists()
+
+
+def test_the_gpu_profile_plans_one_gpu_per_job_and_is_refused_on_a_host_without_one(tmp_path):
+    """profiles/gpu (which reads overlays/gpu.yaml): planned, measure and train_ftt claim one GPU each of the host's,
+    measure's threads are the host's cores shared among its GPUs; run for real on a host without an NVIDIA driver
+    (this one, CI's), it stops while the workflow is read, naming the settings and what to do, nothing run."""
+    from rollout_equality.runtime.device import nvidia_driver
+
+    if nvidia_driver() is not None:
+        pytest.skip("this host has an NVIDIA driver: the refusal is of a host without one")
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    planned = snakemake(workdir, "--profile", "profiles/gpu", "offline", "-n", overlay=False)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    measure = planned.stdout.split("rule measure:")[1].split("\n\n")[0]
+    assert "gpu=1" in measure and f"threads: {len(os.sched_getaffinity(0))}" in measure, measure
+    assert "gpu=1" in planned.stdout.split("rule train_ftt:")[1].split("\n\n")[0]
+    res = snakemake(workdir, "--profile", "profiles/gpu", "offline", overlay=False)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "extraction.device: cuda and tabular.training.device: cuda ask for a CUDA GPU" in out
+    assert "this host has no NVIDIA driver" in out and "rule " not in out
+    assert sorted(p.name for p in workdir.iterdir() if p.name != ".snakemake") == ["config.yaml"]

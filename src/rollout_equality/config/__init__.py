@@ -5,7 +5,9 @@
 * :mod:`.checks` — what the schema cannot check: names that refer to other entries, the analysis each run resolves to,
   the tables the tabular section resolves to;
 * :mod:`.settings` — the sections compute steps take whole, as typed records;
-* :mod:`.paths` — every output path template and each rule's output keys.
+* :mod:`.paths` — every output path template and each rule's output keys, and the form of a Snakemake command the
+  library shows (:func:`.paths.snakemake_command`);
+* :mod:`.profiles` — the site profile made from profiles/slurm, and the refusal of a profile left with a placeholder.
 
 The lowest stage: imports nothing else of the library.
 """

@@ -121,3 +121,20 @@ def site_profile(
     if left:
         raise ProfileError(f"the site profile still holds placeholders: {left}")
     return profile
+
+
+def executor(argv: Sequence[str], environ: Mapping[str, str], checkout: str | os.PathLike = ".") -> str:
+    """The executor of a Snakemake command line: ``--executor``/``-e``, else the last named profile's ``executor:``,
+    else ``local`` (where the jobs run on the host that plans them)."""
+    for i, word in enumerate(argv):
+        if word in ("--executor", "-e") and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith("--executor="):
+            return word.split("=", 1)[1]
+    bases = [b for b in (environ.get("PWD"), os.getcwd(), checkout) if b]
+    found = "local"
+    for profile in named_profiles(argv, environ):
+        path = profile_file(profile, bases)
+        if path is not None:
+            found = (yaml.safe_load(path.read_text()) or {}).get("executor", found)
+    return found
