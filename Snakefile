@@ -86,3 +86,13 @@ rule dynamics_offline:
     """The dynamics study without network: simulations and a randomly initialised ALBERT."""
     input:
         dynamics_targets("offline"),
+
+
+# A target that names no rule and no file stops here, before any job, with the targets there are.
+_problem = unknown_targets(
+    command_line_targets(),
+    [r.name for r in workflow.rules],
+    [r.name for r in workflow.rules if r.snakefile == workflow.main_snakefile],
+)
+if _problem:
+    raise WorkflowError(_problem)

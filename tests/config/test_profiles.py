@@ -52,3 +52,10 @@ def test_the_executor_of_a_command_line():
     assert profiles.executor(["snakemake", "--profile", "profiles/gpu"], env) == "local"
     assert profiles.executor(["snakemake", "--executor", "slurm"], env) == "slurm"
     assert profiles.executor(["snakemake", "-e", "slurm-jobstep"], env) == "slurm-jobstep"
+
+
+def test_a_target_that_names_nothing_is_named_with_the_targets_there_are():
+    rules, shown = ["all", "offline", "measure"], ["all", "offline"]
+    assert profiles.unknown_targets(["offline", "results/records/m/d.parquet", "x.pdf"], rules, shown) is None
+    said = profiles.unknown_targets(["ofline", "all"], rules, shown)
+    assert said.startswith("no target 'ofline': give a target rule (all, offline; README.md, Targets")

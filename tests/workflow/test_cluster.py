@@ -1,6 +1,7 @@
-"""The cluster path of docs/cluster.md, run as written: a site profile made from profiles/slurm keeps every resource of
-it on a real one-node SLURM (tests/slurm/harness.sh), and a profile left with its placeholders is refused before
-anything is submitted."""
+"""The cluster and GPU paths of docs/cluster.md and docs/gpu.md, run as written: a site profile made from profiles/slurm
+keeps every resource of it on a real one-node SLURM (tests/slurm/harness.sh); bad input stops while the workflow is
+read, before any job: a profile left with its placeholders, profiles/gpu on a host without a GPU, a target that names
+nothing."""
 
 import os
 import re
@@ -99,3 +100,10 @@ def test_the_gpu_profile_plans_one_gpu_per_job_and_is_refused_on_a_host_without_
     assert res.returncode != 0 and "extraction.device: cuda and tabular.training.device: cuda ask for a CUDA GPU" in out
     assert "this host has no NVIDIA driver" in out and "rule " not in out
     assert sorted(p.name for p in workdir.iterdir() if p.name != ".snakemake") == ["config.yaml"]
+
+
+def test_a_misspelt_target_is_refused_before_any_job(tmp_path):
+    res = snakemake(tmp_path, "--cores", "1", "ofline")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "no target 'ofline': give a target rule (all, offline," in out, out[-2000:]
+    assert "Building DAG" not in out and not (tmp_path / "results").exists()

@@ -7,7 +7,8 @@
 * :mod:`.settings` — the sections compute steps take whole, as typed records;
 * :mod:`.paths` — every output path template and each rule's output keys, and the form of a Snakemake command the
   library shows (:func:`.paths.snakemake_command`);
-* :mod:`.profiles` — the site profile made from profiles/slurm, and the refusal of a profile left with a placeholder.
+* :mod:`.profiles` — what a Snakemake command line asks for, checked before any job: the site profile made from
+  profiles/slurm, a profile left with a placeholder refused, the executor, a target that names nothing.
 
 The lowest stage: imports nothing else of the library.
 """

@@ -138,3 +138,16 @@ def executor(argv: Sequence[str], environ: Mapping[str, str], checkout: str | os
         if path is not None:
             found = (yaml.safe_load(path.read_text()) or {}).get("executor", found)
     return found
+
+
+def unknown_targets(targets: Sequence[str], rules: Sequence[str], shown: Sequence[str]) -> str | None:
+    """Why a command line's targets cannot run, before any job: a target that names no rule of ``rules`` and no file
+    (a file target is a path, with a ``/`` or a suffix), listing the target rules ``shown``; None when every target
+    is one of those."""
+    unknown = [t for t in targets if t not in rules and "/" not in t and "." not in t]
+    if not unknown:
+        return None
+    return (
+        f"no target {', '.join(map(repr, unknown))}: give a target rule ({', '.join(shown)}; README.md, Targets, "
+        "says what each makes) or an output file's path"
+    )
