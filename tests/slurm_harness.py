@@ -1,7 +1,8 @@
 """The one-node SLURM of tests/slurm/harness.sh, started for one test module at a time.
 
-Two modules use it (tests/workflow/test_workflow.py, tests/workflow/test_cluster.py); their workers may run at the
-same time, and the harness owns /etc/slurm/slurm.conf and the daemons' ports: a lock file serialises them. Exit
+The harness owns /etc/slurm/slurm.conf and the daemons' ports, so two test modules must never run it at once (their
+pytest-xdist workers may run side by side): a lock file serialises them. tests/workflow/test_workflow.py holds it
+while its runs use SLURM; a module that needs SLURM joins those tests rather than waiting for the lock. Exit
 status 3 of the harness means it cannot run here (not root, no packages): :func:`one_node_slurm` yields None and the
 reason, unless ROLLOUT_REQUIRE_SLURM is set (CI), where that fails.
 """

@@ -1,10 +1,9 @@
-"""The cluster and GPU paths of docs/cluster.md and docs/gpu.md, run as written: a site profile made from profiles/slurm
-keeps every resource of it on a real one-node SLURM (tests/slurm/harness.sh); bad input stops while the workflow is
-read, before any job: a profile left with its placeholders, profiles/gpu on a host without a GPU, a target that names
-nothing."""
+"""Bad input on the cluster and GPU paths of docs/cluster.md and docs/gpu.md, run as written (not ``-n``): it stops
+while the workflow is read, before any job: a profile left with its placeholders, profiles/gpu on a host without a
+GPU, a target that names nothing. A site profile's jobs on a real SLURM: tests/workflow/test_workflow.py
+(``test_the_site_profile_keeps_every_resource_of_profiles_slurm_on_a_real_slurm``, on the SLURM its runs start)."""
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO
-from slurm_harness import make_site_profile, one_node_slurm
 
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
-MEASURE = "results/records/tiny_timm_deit/photos.parquet"  # one measure job of the tiny config: seconds
 
 
 def snakemake(workdir: Path, *args: str, cwd: Path = REPO, overlay: bool = True) -> subprocess.CompletedProcess:
@@ -51,33 +48,6 @@ def test_a_profile_with_a_placeholder_left_is_refused_before_anything_is_submitt
     assert "rollout-equality slurm-profile --partition" in out
     assert "SLURM jobid" not in out and "Submitted" not in out and "rule " not in out
     assert sorted(p.name for p in workdir.iterdir() if p.name != ".snakemake") == ["config.yaml"]
-
-
-def test_the_site_profile_keeps_every_resource_of_profiles_slurm_on_a_real_slurm(tmp_path):
-    """docs/cluster.md's way: ``rollout-equality slurm-profile`` with a partition, no account and a GPU partition,
-    then ``snakemake --profile <site> <target>``. The one measure job SLURM ran carries profiles/slurm's measure
-    resources (8 CPUs, 24000 MB, 240 min) and the site's GPU partition, as the controller reports them
-    (``scontrol show job``). The node declares 8 CPUs and 32 GB whatever the host has (the harness's
-    config_overrides): the request is what is checked, the job itself takes seconds."""
-    site = make_site_profile(tmp_path / "site", "--partition", "debug", "--no-account", "--gpu-partition", "gpu")
-    base = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())["set-resources"]["measure"]
-    with one_node_slurm(tmp_path / "slurm", cpus=8, mem_mb=32000) as (state, why):
-        if state is None:
-            pytest.skip(f"SLURM cannot run here: {why}")
-        workdir = tmp_path / "run"
-        workdir.mkdir()
-        res = snakemake(workdir, "--profile", str(site), MEASURE, "--slurm-init-seconds-before-status-checks", "2")
-        out = res.stdout + res.stderr
-        assert res.returncode == 0, out[-5000:]
-        ids = re.findall(r"SLURM jobid (\d+)", out)
-        assert len(ids) == 1, out[-3000:]  # measure alone: preparing the model and the photos are local rules
-        shown = subprocess.run(["scontrol", "show", "job", ids[0]], capture_output=True, text=True).stdout
-    job = dict(re.findall(r"(\w+)=(\S+)", shown))
-    assert job["JobState"] == "COMPLETED" and job["Partition"] == "gpu", shown
-    assert int(job["NumCPUs"]) == base["cpus_per_task"] == 8, shown
-    assert job["MinMemoryNode"] == "24000M" and base["mem_mb"] == "attempt * 24000", shown
-    assert job["TimeLimit"] == "04:00:00" and base["runtime"] == 240, shown
-    assert (workdir / MEASURE).exists()
 
 
 def test_the_gpu_profile_plans_one_gpu_per_job_and_is_refused_on_a_host_without_one(tmp_path):

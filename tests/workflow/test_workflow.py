@@ -343,7 +343,9 @@ def local_runs(request, tmp_path_factory):
     runs first, while another worker may be running the Quick start (conftest.py)."""
     workdir = tmp_path_factory.mktemp("second_run")
     state = tmp_path_factory.mktemp("slurm")
-    with one_node_slurm(state) as (slurm, why):
+    # the node declares 8 CPUs and 32 GB whatever the host has, for the site profile's real requests (measure's 8
+    # CPUs and 24000 MB: test_the_site_profile_keeps_every_resource_of_profiles_slurm_on_a_real_slurm)
+    with one_node_slurm(state, cpus=8, mem_mb=32000) as (slurm, why):
         if slurm is None:
             args = ["--cores", "1"]
         else:  # the site profile a site makes from profiles/slurm (docs/cluster.md), then this site's overrides
@@ -816,6 +818,36 @@ def test_an_edited_input_stops_measure_naming_it_and_no_records_are_written(run_
     log = (work / "results/logs/measure/minilm/pydoc.log").read_text()
     assert f"segment {first['id']} differs from the text prepared in" in log and "prepare_data" in log, log[-2000:]
     assert not (work / "results/records/minilm").exists()
+
+
+@pytest.mark.slow
+def test_the_site_profile_keeps_every_resource_of_profiles_slurm_on_a_real_slurm(local_runs, tmp_path):
+    """docs/cluster.md's way: ``rollout-equality slurm-profile`` with a partition, no account and a GPU partition,
+    then ``snakemake --profile <site> <target>``. The one measure job SLURM ran carries profiles/slurm's measure
+    resources (8 CPUs, 24000 MB, 240 min) and the site's GPU partition, as the controller reports them
+    (``scontrol show job``). The node declares 8 CPUs and 32 GB whatever the host has (the harness's
+    config_overrides): the request is what is checked, the job itself takes seconds."""
+    if local_runs[1].slurm is None:
+        pytest.skip(f"cannot start SLURM here ({local_runs[1].why_local})")
+    site = make_site_profile(tmp_path / "site", "--partition", "debug", "--no-account", "--gpu-partition", "gpu")
+    base = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())["set-resources"]["measure"]
+    target = "results/records/tiny_timm_deit/photos.parquet"  # one measure job of the tiny config: seconds
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    res = snakemake(
+        workdir, "--profile", str(site), target, "--slurm-init-seconds-before-status-checks", "2", config=TINY
+    )
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-5000:]
+    ids = re.findall(r"SLURM jobid (\d+)", out)
+    assert len(ids) == 1, out[-3000:]  # measure alone: preparing the model and the photos are local rules
+    shown = subprocess.run(["scontrol", "show", "job", ids[0]], capture_output=True, text=True).stdout
+    job = dict(re.findall(r"(\w+)=(\S+)", shown))
+    assert job["JobState"] == "COMPLETED" and job["Partition"] == "gpu", shown
+    assert int(job["NumCPUs"]) == base["cpus_per_task"] == 8, shown
+    assert job["MinMemoryNode"] == "24000M" and base["mem_mb"] == "attempt * 24000", shown
+    assert job["TimeLimit"] == "04:00:00" and base["runtime"] == 240, shown
+    assert (workdir / target).exists()
 
 
 @pytest.mark.parametrize(
