@@ -6,7 +6,7 @@
 #   snakemake --cores N suite_<name>   # the baseline and one suite of the config, e.g. one of your own
 #   snakemake --cores 2 dynamics_offline   # the dynamics study without network (`dynamics`: with ALBERT)
 #   snakemake --cores N ftt_ablation       # which FT-Transformer recipe choice moves the rate
-#   snakemake check_sources               # every hub / OpenML / scikit-learn source checked in seconds (`download` runs it first)
+#   snakemake --cores 1 check_sources     # every hub / OpenML / scikit-learn source checked in seconds (`download` runs it first)
 #
 # Rules live in workflow/rules/*.smk; each calls one function of src/rollout_equality.
 
@@ -86,3 +86,13 @@ rule dynamics_offline:
     """The dynamics study without network: simulations and a randomly initialised ALBERT."""
     input:
         dynamics_targets("offline"),
+
+
+# A target that names no rule and no file stops here, before any job, with the targets there are.
+_problem = unknown_targets(
+    command_line_targets(),
+    [r.name for r in workflow.rules],
+    [r.name for r in workflow.rules if r.snakefile == workflow.main_snakefile],
+)
+if _problem:
+    raise WorkflowError(_problem)

@@ -1,5 +1,5 @@
 """The shell commands the documents show a reader: README.md, docs/*.md, the Snakefile's header and the comments of
-the config files (config.yaml, .test/config.yaml, profiles/*/config.yaml).
+the config files (config.yaml, .test/config.yaml, profiles/*/config.yaml, overlays/*.yaml).
 
 What counts as a command:
 
@@ -32,6 +32,7 @@ def sources() -> list[Path]:
     docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     docs = [d for d in docs if not d.name.endswith(".in.md")]  # templates: their generated documents are read
     configs = [REPO / "config.yaml", REPO / ".test/config.yaml", *sorted((REPO / "profiles").glob("*/config.yaml"))]
+    configs += sorted((REPO / "overlays").glob("*.yaml"))
     return docs + configs + [REPO / "Snakefile"]
 
 
@@ -122,3 +123,81 @@ def ci_runs(command: str) -> bool:
     """.ci/run runs the command as written, on a line of its own that ends in ``|| exit $?``: set -e spares a command
     failing inside an ``&&`` chain, so without it a failed install would let CI go on to its next step."""
     return command + " || exit $?" in (REPO / ".ci/run").read_text().splitlines()
+
+
+# --- what a Snakemake command needs to run as written -------------------------------------------------------------
+
+# The value forms of Snakemake's flags that take a list of values (argparse ``nargs="*"``/``"+"``): a word after such
+# a flag that has not its form is a target the flag took as one more value.
+VALUE_FORMS = {
+    "--set-resources": re.compile(r"^\w+:\w+=\S+$"),
+    "--set-threads": re.compile(r"^\w+=\S+$"),
+    "--set-scatter": re.compile(r"^\w+=\S+$"),
+    "--set-resource-scopes": re.compile(r"^\w+=\S+$"),
+    "--resources": re.compile(r"^\w+=\S+$"),
+    "--default-resources": re.compile(r"^\w+=\S+$"),
+    "--config": re.compile(r"^[\w.]+=\S*$"),
+    "--configfile": re.compile(r"^\S+\.(?:ya?ml|json)$"),
+    "--software-deployment-method": re.compile(r"^(?:conda|apptainer|env-modules)$"),
+}
+RULE_LISTS = ("--forcerun", "--until", "--omit-from", "--allowed-rules", "--prioritize")  # values: rule names
+
+
+def _snakemake_parser():
+    from snakemake.cli import get_argument_parser
+
+    return get_argument_parser()
+
+
+def snakemake_problems(command: str, rule_names: set[str]) -> list[str]:
+    """Why a shell command's Snakemake segments would not run as written (empty: they would): no ``--cores`` and no
+    ``--profile`` ("cores have to be specified for local execution"; ``-n`` sets them itself, so only a real run
+    finds it), or a target written after a flag that takes a list of values, which takes it as one of them.
+    ``rule_names``: the workflow's rules (the values of ``--forcerun`` and its kind)."""
+    parser = _snakemake_parser()
+    problems = []
+    for segment in command.split(" && "):
+        words = segment.split()
+        if not words or not re.fullmatch(r"(?:\.venv/bin/)?snakemake", words[0]):
+            continue
+        flags = {w.split("=", 1)[0] for w in words[1:] if w.startswith("-")}
+        if not flags & {"--cores", "-c", "--profile"}:
+            problems.append(f"{segment}: no --cores N (nor a --profile that sets them)")
+        i = 1
+        while i < len(words):
+            word = words[i]
+            i += 1
+            if not word.startswith("-") or "=" in word:
+                continue
+            action = parser._option_string_actions.get(word)
+            if action is None:
+                problems.append(f"{segment}: Snakemake has no flag {word}")
+                continue
+            name = next((o for o in action.option_strings if o in VALUE_FORMS or o in RULE_LISTS), word)
+            if action.nargs in (0,):
+                continue
+            values = []
+            while i < len(words) and not words[i].startswith("-"):
+                values.append(words[i])
+                i += 1
+                if action.nargs in (None, "?"):
+                    break
+            if action.nargs not in ("*", "+"):
+                continue
+            for value in values:
+                if name in RULE_LISTS:
+                    taken = value not in rule_names
+                else:
+                    form = VALUE_FORMS.get(name)
+                    taken = form is not None and not form.match(value)
+                if taken:
+                    problems.append(
+                        f"{segment}: {word} takes {value!r} as one of its values (a target written after a flag "
+                        "that takes a list of values): put the target first, right after snakemake and --cores"
+                    )
+    return problems
+
+
+def snakemake_commands(target: str) -> list[str]:
+    """The documented Snakemake commands whose one target is ``target`` (e.g. ``check_sources``)."""
+    return [c for c in documented_commands() if re.fullmatch(r"(?:\.venv/bin/)?snakemake --cores \d+ " + target, c)]

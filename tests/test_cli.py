@@ -223,7 +223,9 @@ def test_a_model_json_of_the_older_layout_is_read_in_place_and_refused_once_move
     manifest.write_text(json.dumps(old))
     assert read_model_info(manifest)["path"] == old["path"]  # where it was made: still its own files
     shutil.copytree(tmp_path / "a", tmp_path / "b")
-    with pytest.raises(ValueError, match=r"written by an older version.*snakemake --forcerun prepare_model"):
+    with pytest.raises(
+        ValueError, match=r"written by an older version.*snakemake --cores 1 \S+model.json --forcerun prepare_model"
+    ):
         read_model_info(tmp_path / "b/distilbert/model.json")
     assert main(["measure", "--model", str(tmp_path / "b/distilbert"), "--texts", str(tmp_path / "x.txt"),
                  "--out", str(tmp_path / "o.parquet")]) == 2  # fmt: skip

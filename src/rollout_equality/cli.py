@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from rollout_equality.config.load import load_config
-from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR, companions
+from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR, companions, snakemake_command
+from rollout_equality.config.profiles import GPU_RULES
 from rollout_equality.config.schema import choices
 
 FUSION_NAMES = choices("$defs", "fusions", "items")
@@ -195,7 +196,7 @@ def _model(args: argparse.Namespace, config: dict, modality: str) -> tuple[str, 
         prepared = Path(MODEL_INFO.format(model=src))
         if prepared.is_file():
             info = read_model_info(prepared)
-            rerun = f"prepare it again (snakemake --forcerun prepare_model {prepared})"
+            rerun = f"prepare it again ({snakemake_command(str(prepared), '--forcerun', 'prepare_model')})"
         else:
             spec = config["models"][src]
             _fits(src, spec["modality"], modality)
@@ -204,7 +205,7 @@ def _model(args: argparse.Namespace, config: dict, modality: str) -> tuple[str, 
         print(f"model {src!r} of the config: {prepared if prepared.is_file() else cache_dir() / src}", file=sys.stderr)
     elif (folder / "model.json").is_file():
         info = read_model_info(folder / "model.json")
-        rerun = f"prepare it again (snakemake --forcerun prepare_model {folder / 'model.json'})"
+        rerun = f"prepare it again ({snakemake_command(str(folder / 'model.json'), '--forcerun', 'prepare_model')})"
     elif src.startswith("package:") or folder.is_dir():
         path = resolve_local(src)
         backend, found = describe_folder(path)
@@ -366,6 +367,32 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return result.status
 
 
+def _cmd_slurm_profile(args: argparse.Namespace) -> int:
+    import yaml
+
+    from rollout_equality.config.profiles import ProfileError, site_profile
+    from rollout_equality.runtime.files import write_text
+
+    base = Path(args.base)
+    if not base.is_file():
+        raise ProfileError(f"{base} is missing: run this in a checkout of the project (profiles/slurm/config.yaml)")
+    profile = site_profile(
+        yaml.safe_load(base.read_text()),
+        partition=args.partition,
+        account=None if args.no_account else args.account,
+        gpu_partition=args.gpu_partition,
+        gpu_rules=args.gpu_rules,
+    )
+    out = Path(args.out) / "config.yaml"
+    head = (
+        f"# Made by `rollout-equality slurm-profile` from {base}: every key of it, with this site's partition,\n"
+        f"# account and GPU partition. Make it again after that file changes; give Snakemake --profile {args.out}.\n"
+    )
+    write_text(out, head + yaml.safe_dump(profile, sort_keys=False))
+    print(f"wrote {out}")
+    return 0
+
+
 OUTSIDE = (
     "Outside a checkout of the project: install it (pip install rollout-equality-*.whl, or pip install "
     "git+URL of the repository), then e.g. `rollout-equality measure --model org/name --revision COMMIT --texts "
@@ -475,6 +502,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_check_sources)
 
     p = sub.add_parser(
+        "slurm-profile",
+        help="write a site profile: profiles/slurm with your partition, account and GPU partition filled in",
+        description="Write OUT/config.yaml: profiles/slurm/config.yaml with the site's partition and account (and the "
+        "GPU partition of the rules that claim a GPU), every per-rule resource kept (docs/cluster.md). Snakemake "
+        "refuses nothing itself: the workflow refuses a profile that still holds a <placeholder>.",
+    )
+    p.add_argument("--partition", required=True, help="the partition of every job (sinfo lists them)")
+    account = p.add_mutually_exclusive_group(required=True)
+    account.add_argument("--account", help="the account jobs are charged to")
+    account.add_argument("--no-account", action="store_true", help="the site has no accounts (slurm-no-account)")
+    p.add_argument("--gpu-partition", help="the partition of the rules that claim a GPU (extraction.device: cuda)")
+    p.add_argument(
+        "--gpu-rules",
+        nargs="+",
+        default=list(GPU_RULES),
+        help=f"the rules given --gpu-partition (default: {' '.join(GPU_RULES)}; add train_ftt measure_ftt for "
+        "tabular.training.device: cuda)",
+    )
+    p.add_argument("--base", default="profiles/slurm/config.yaml", help="the profile it starts from")
+    p.add_argument("--out", default="profiles/site", help="the folder it writes config.yaml into")
+    p.set_defaults(func=_cmd_slurm_profile)
+
+    p = sub.add_parser(
         "compare",
         help="does run B reproduce run A? their tables compared row by row, within each number's uncertainty",
         description=f"Compare two tables folders (a run's {SUITE_TABLES_DIR.format(suite='<suite>')}/, or docs/offline) "
@@ -519,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     base = base_config()
     args.configfile = [*base, *(getattr(args, "configfile", None) or [])]  # as Snakemake merges them
-    if args.command not in ("prepare", "compare"):  # they read no config
+    if args.command not in ("prepare", "compare", "slurm-profile"):  # they read no config
         print(
             f"config: {' + '.join(args.configfile if base else ['schema defaults', *args.configfile])}", file=sys.stderr
         )

@@ -17,7 +17,7 @@ from rollout_equality.acquire.extract import Extractor, load
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine
 from rollout_equality.condition.heads import OFF, HeadSettings, analyse_head_inputs, write_head_records
 from rollout_equality.condition.records import TOKEN_SETS, analyse_inputs, write_records
-from rollout_equality.config.paths import MODEL_INFO
+from rollout_equality.config.paths import MODEL_INFO, snakemake_command
 from rollout_equality.config.settings import Condition, Extraction
 from rollout_equality.runtime.device import resolve_device
 from rollout_equality.runtime.files import atomic_path, progress
@@ -308,7 +308,8 @@ def measure(
         )
     check_model(
         model_info,
-        rerun=model_rerun or f"prepare it again (snakemake --forcerun prepare_model {MODEL_INFO.format(model=model)})",
+        rerun=model_rerun
+        or f"prepare it again ({snakemake_command(MODEL_INFO.format(model=model), '--forcerun', 'prepare_model')})",
     )
     ids, items, manifest = load_inputs(data_dir)
     if inputs is not None:

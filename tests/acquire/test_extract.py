@@ -210,7 +210,7 @@ def test_offline_download_fails_fast_with_the_ways_out(tmp_path, monkeypatch, ho
         "facebook/dinov2-small",
         "HF_HUB_OFFLINE=1",
         "not on disk",
-        "snakemake download",
+        "snakemake --cores 4 download",
         "local:",
         "offline suite",
     ):

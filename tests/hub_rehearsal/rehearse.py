@@ -84,7 +84,10 @@ def rehearsal_config(
         tab["datasets"][tab["ablation"]["table"]]["source"]["csv"].update(
             path=str(uci_adult[0]), test_path=str(uci_adult[1])
         )
-    ablation = tab["ablation"]  # the paper suite shows it: two settings, one seed, one epoch
+    ablation = tab[
+        "ablation"
+    ]  # the paper suite shows it (overlays/ftt_ablation.yaml): two settings, one seed, one epoch
+    ablation.update(yaml.safe_load((REPO / "overlays/ftt_ablation.yaml").read_text())["tabular"]["ablation"])
     ablation.update(seeds=[0], training={"max_epochs": 1, "patience": 1})
     ablation["settings"] = {k: ablation["settings"][k] for k in ("reference", "no_quantile_noise")}
     for sim in cfg["dynamics"]["simulations"].values():

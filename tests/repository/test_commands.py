@@ -16,7 +16,17 @@ up by itself; each is classified below, and one that is not classified fails
   pointing at it and the documented ``--revision`` commit replaced by the replica's (the real commit cannot be
   served here): the download, its checks and the measurement run for real, on other weights;
 * ``ci``: a line of .ci/run, which CI runs as written before the tests;
-* ``lock``: the command that made requirements/lock.txt, named in the lock's header (it resolves against the index).
+* ``lock``: the command that made requirements/lock.txt, named in the lock's header (it resolves against the index);
+* ``static``: a command that reads an index the tests cannot reach (PyTorch's wheels for CUDA 12): checked against
+  the lock it departs from, not run;
+* ``rehearsal``: a Snakemake command that reads the hub and OpenML, run as written (its ``.venv/bin/`` aside) in the
+  rehearsal's working directory against replicas of every source served by the local mirror
+  (tests/workflow/test_rehearsal.py runs it, reading the same list of documented commands).
+
+Every Snakemake command is also checked statically (``test_every_snakemake_command_runs_as_written``): it carries
+``--cores`` (or a ``--profile``, whose profile sets them), and its targets come before any flag that takes a list of
+values, which would take a target written after it as one more value. A dry run (``-n``) sets the cores itself, so
+only this check, or a real run, finds a command without them.
 
 Commands that run the same way are run once (``snakemake --cores 2 offline`` and ``.venv/bin/snakemake offline``
 are one dry run). The runs are slow (a dry run of the paper suite takes seconds, the tiny run of the Quick start
@@ -45,6 +55,7 @@ from documented import (
     commands_of_markdown,
     documented_commands,
     quick_start_tiny_command,
+    snakemake_problems,
     stray_commands,
 )
 from scratch import scratch_clone
@@ -68,17 +79,36 @@ def quick_start_paths() -> list[str]:
 
 @dataclass(frozen=True)
 class How:
-    mode: str  # run | dry | stops | mirror | ci | lock
+    mode: str  # run | dry | stops | mirror | ci | lock | rehearsal | static
     why: str = ""  # why it is not run as written
     runs: tuple[str, ...] = ()  # the concrete forms of a command with placeholders (default: the command itself)
     rc: int = 0  # run: the exit status it ends with
     says: str = ""  # stops: what its output must say
+    dry: bool = True  # stops: a snakemake command runs dry (False: as written, where it stops before any job)
 
 
 OFFLINE_SUITE = "the offline suite takes more than a minute (README, Targets)"
 NETWORK = "it downloads from the hub and OpenML"
 INSTALL = "it installs (minutes, from the package index)"
 HUB = "the hub is unreachable here: a replica of the repository, served by a local mirror"
+REHEARSAL = (
+    "it asks the hub and OpenML: run as written against replicas served by a local mirror "
+    "(tests/workflow/test_rehearsal.py::test_the_documented_check_sources_commands_run_as_written)"
+)
+SLURM = (
+    "it submits to SLURM (the site profile made as docs/cluster.md shows; tests/workflow/test_cluster.py runs one of "
+    "its jobs on a one-node SLURM)"
+)
+UNFILLED = "a placeholder for your site"
+NO_GPU = (
+    "no GPU here: run as written, it stops while the workflow is read, before any job (tests/runtime/test_device.py "
+    "fakes the driver cases)"
+)
+NO_DRIVER = "this host has no NVIDIA driver"
+CUDA12 = (
+    "it reads PyTorch's wheel index (download.pytorch.org), which the tests do not reach: its versions are checked "
+    "against the lock's torch and torchvision (test_the_cuda_12_pair_is_the_lock_s_versions)"
+)
 PREPARED = "it reads the models and inputs the offline suite prepared (more than a minute)"
 
 COMMANDS: dict[str, How] = {
@@ -107,30 +137,60 @@ COMMANDS: dict[str, How] = {
     ),
     # docs/cluster.md
     ".venv/bin/snakemake --cores 4 download": How("dry", NETWORK),
-    ".venv/bin/snakemake --profile profiles/slurm": How(
-        "dry", "it submits to SLURM (tests/workflow/test_workflow.py runs a site)"
+    ".venv/bin/rollout-equality slurm-profile --partition <partition> --account <account> --gpu-partition "
+    "<gpu-partition> --out profiles/site": How(
+        "run",
+        "a site's names",
+        runs=(
+            ".venv/bin/rollout-equality slurm-profile --partition debug --account lab --gpu-partition gpu --out "
+            "profiles/site",
+        ),
     ),
-    ".venv/bin/snakemake --profile profiles/slurm --rerun-incomplete": How("dry", "it submits to SLURM"),
+    "rollout-equality slurm-profile --partition debug --no-account --gpu-partition gpu": How("run"),
+    ".venv/bin/snakemake --profile profiles/site": How("dry", SLURM),
+    ".venv/bin/snakemake --profile profiles/site --rerun-incomplete": How("dry", SLURM),
+    ".venv/bin/snakemake --profile profiles/gpu": How("stops", NO_GPU, says=NO_DRIVER, dry=False),
+    ".venv/bin/snakemake --profile profiles/gpu <target>": How(
+        "stops", NO_GPU, runs=(".venv/bin/snakemake --profile profiles/gpu offline",), says=NO_DRIVER, dry=False
+    ),
+    ".venv/bin/snakemake --profile profiles/gpu all": How("stops", NO_GPU, says=NO_DRIVER, dry=False),
+    ".venv/bin/snakemake --profile profiles/site all --configfile overlays/gpu.yaml": How("dry", SLURM),
+    "--configfile overlays/gpu.yaml my.yaml": How(
+        "dry", NETWORK, runs=("snakemake --cores 2 all --configfile overlays/gpu.yaml my.yaml",)
+    ),
+    ".venv/bin/pip install torch==2.14.1+cu128 torchvision==0.29.1+cu128 --index-url "
+    "https://download.pytorch.org/whl/cu128": How("static", CUDA12),
+    "pip download --no-deps torch==2.14.1+cu128 --index-url https://download.pytorch.org/whl/cu128": How(
+        "static", CUDA12
+    ),
+    "snakemake --profile profiles/slurm": How("stops", "its placeholders are refused", says=UNFILLED),
+    "snakemake --profile profiles/slurm offline": How("stops", "its placeholders are refused", says=UNFILLED),
     'pip install -e ".[slurm]"': How("dry", INSTALL),
     # docs/configuration.md
     ".venv/bin/snakemake --configfile my.yaml --cores N suite_mine": How(
         "dry", NETWORK, runs=(".venv/bin/snakemake --configfile my.yaml --cores 2 suite_mine",)
     ),
     "--configfile my.yaml": How(
-        "dry", "an overlay of a run of the paper suite", runs=("snakemake --configfile my.yaml",)
+        "dry", "an overlay of a run of the paper suite", runs=("snakemake --cores 2 --configfile my.yaml",)
     ),
-    "snakemake --sdm conda": How("stops", "conda cannot be installed here", says="Is conda installed"),
+    "snakemake --cores N offline --sdm conda": How(
+        "stops",
+        "conda cannot be installed here",
+        runs=("snakemake --cores 2 offline --sdm conda",),
+        says="Is conda installed",
+    ),
     # docs/dynamics.md, docs/results.md, config.yaml, the Snakefile
     ".venv/bin/snakemake --cores 2 dynamics_offline": How("dry", "the full-size random ALBERT takes minutes"),
     ".venv/bin/snakemake --cores 2 dynamics": How("dry", NETWORK),
     "snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
+    "snakemake --cores N all --configfile overlays/ftt_ablation.yaml": How(
+        "dry", NETWORK, runs=("snakemake --cores 2 all --configfile overlays/ftt_ablation.yaml",)
+    ),
     "snakemake --cores N ftt_ablation": How(
         "dry", "it trains 27 FT-Transformers", runs=("snakemake --cores 2 ftt_ablation",)
     ),
-    "snakemake all": How("dry", NETWORK),
-    "snakemake offline": How("dry", OFFLINE_SUITE),
     "snakemake --cores 2 dynamics_offline": How("dry", "the full-size random ALBERT takes minutes"),
-    "snakemake dynamics": How("dry", NETWORK),
+    "snakemake --cores N dynamics": How("dry", NETWORK, runs=("snakemake --cores 2 dynamics",)),
     "snakemake --cores N": How("dry", NETWORK, runs=("snakemake --cores 2",)),
     "snakemake --cores N suite_<name>": How(
         "dry", NETWORK, runs=tuple(f"snakemake --cores 2 suite_{s}" for s in ("paper", "offline"))
@@ -182,11 +242,11 @@ COMMANDS: dict[str, How] = {
         "it resolves against the package index: the command must be the one the lock's header names (what it made is "
         "checked against pyproject offline by tests/runtime/test_lock.py)",
     ),
-    "snakemake check_sources": How("dry", NETWORK),
+    "snakemake --cores 1 check_sources": How("rehearsal", REHEARSAL),
     ".venv/bin/python tests/hub_rehearsal/rehearse.py /tmp/rehearsal": How(
         "dry", "minutes; tests/workflow/test_rehearsal.py runs the rehearsal"
     ),
-    ".venv/bin/snakemake check_sources": How("dry", NETWORK),
+    ".venv/bin/snakemake --cores 1 check_sources": How("rehearsal", REHEARSAL),
     ".venv/bin/snakemake --cores N": How("dry", NETWORK, runs=(".venv/bin/snakemake --cores 2",)),
     ".venv/bin/snakemake --cores N dynamics": How("dry", NETWORK, runs=(".venv/bin/snakemake --cores 2 dynamics",)),
     ".venv/bin/snakemake --cores N paper": How("dry", NETWORK, runs=(".venv/bin/snakemake --cores 2 paper",)),
@@ -197,7 +257,7 @@ COMMANDS: dict[str, How] = {
         says="marked for report but does not exist",
     ),
     ".venv/bin/snakemake --cores N offline": How("dry", OFFLINE_SUITE, runs=(".venv/bin/snakemake --cores 2 offline",)),
-    "snakemake download": How("dry", NETWORK),
+    "snakemake --cores 4 download": How("dry", NETWORK),
     ".venv/bin/rollout-equality check-sources --suite paper": How(
         "stops", "it asks the hub and OpenML", says="the table above says what to do"
     ),
@@ -206,8 +266,8 @@ COMMANDS: dict[str, How] = {
     ".venv/bin/snakemake --profile profiles/local <target>": How(
         "dry", OFFLINE_SUITE, runs=(".venv/bin/snakemake --profile profiles/local offline",)
     ),
-    ".venv/bin/snakemake --profile profiles/slurm <target>": How(
-        "dry", "it submits to SLURM", runs=(".venv/bin/snakemake --profile profiles/slurm offline",)
+    ".venv/bin/snakemake --profile profiles/site <target>": How(
+        "dry", SLURM, runs=(".venv/bin/snakemake --profile profiles/site offline",)
     ),
 }
 
@@ -239,7 +299,71 @@ def test_every_documented_command_is_classified():
     unknown = {c: where for c, where in shown.items() if c not in COMMANDS}
     assert unknown == {}, "classify these documented commands in tests/repository/test_commands.py COMMANDS"
     assert sorted(set(COMMANDS) - set(shown)) == [], "no document shows these any more: take them out of COMMANDS"
-    assert all(how.why for how in COMMANDS.values() if how.mode in ("dry", "stops", "mirror", "ci", "lock"))
+    assert all(
+        how.why for how in COMMANDS.values() if how.mode in ("dry", "stops", "mirror", "ci", "lock", "rehearsal")
+    )
+
+
+def test_every_snakemake_command_runs_as_written():
+    """Every Snakemake command the documents show, in every concrete form the tests run, and every one the library's
+    messages show (rendered by ``config.paths.snakemake_command``), carries ``--cores`` or a ``--profile`` and puts its
+    target where no flag takes it as a value (tests/documented.py ``snakemake_problems``)."""
+    from workflow_rules import rules
+
+    from rollout_equality.config.paths import MODEL_INFO, snakemake_command
+
+    names = set(rules())
+    shown = [c for c, how in COMMANDS.items() for c in (c, *how.runs)]
+    messages = [
+        snakemake_command(MODEL_INFO.format(model="m"), "--forcerun", "prepare_model"),
+        snakemake_command("download", cores="4"),
+        snakemake_command("offline", cores="2"),
+    ]
+    assert [p for c in shown + messages for p in snakemake_problems(c, names)] == []
+
+
+def test_the_check_finds_a_command_that_would_not_run():
+    """The check itself: no cores, a target after --forcerun, --set-resources or --default-resources, each found; the
+    same commands with the target first and --cores pass."""
+    from workflow_rules import rules
+
+    names = set(rules())
+    bad = {
+        "snakemake check_sources": "no --cores",
+        ".venv/bin/snakemake --cores 1 --forcerun prepare_model resources/models/m/model.json": "takes 'resources/",
+        "snakemake --profile profiles/slurm --set-resources measure:slurm_partition=gpu offline": "takes 'offline'",
+        "snakemake --cores 2 --default-resources slurm_partition=p slurm_account=a offline": "takes 'offline'",
+        "snakemake --cores 2 --configfile my.yaml offline": "takes 'offline'",
+        "snakemake --configfile my.yaml --directory tiny --cores 2 offline": "",
+        "snakemake --cores 2 offline --set-resources measure:slurm_partition=gpu": "",
+        "snakemake --cores 1 resources/models/m/model.json --forcerun prepare_model": "",
+    }
+    for command, says in bad.items():
+        problems = snakemake_problems(command, names)
+        assert (says in " ".join(problems)) and (bool(problems) == bool(says)), (command, problems)
+    # the library's messages: no Snakemake command typed outside config/paths.py's snakemake_command
+    typed = [
+        f"{path.relative_to(REPO)}: {line.strip()}"
+        for path in sorted((REPO / "src").rglob("*.py"))
+        if path.name != "paths.py"
+        for line in path.read_text().splitlines()
+        if re.search(r"[`(]snakemake \w", line) or re.search(r"texttt\{snakemake (?!--cores)", line)
+    ]
+    assert typed == [], "render these with rollout_equality.config.paths.snakemake_command"
+
+
+def test_the_cuda_12_pair_is_the_lock_s_versions():
+    """docs/gpu.md's CUDA 12 install departs from the lock in the CUDA build alone: its torch and torchvision are the
+    lock's versions with PyTorch's ``+cu128`` tag, from the index of that tag."""
+    from rollout_equality.runtime.lock import read_pins
+
+    pins = read_pins(REPO / "requirements/lock.txt")
+    for command, how in COMMANDS.items():
+        if how.mode != "static":
+            continue
+        wanted = dict(re.findall(r"\b(torch|torchvision)==(\S+)", command))
+        assert wanted and all(v == f"{pins[name]}+cu128" for name, v in wanted.items()), command
+        assert "--index-url https://download.pytorch.org/whl/cu128" in command, command
 
 
 # --- running them -----------------------------------------------------------------------------------------------
@@ -338,6 +462,10 @@ def prepare(clone: Path, command: str) -> None:
     if "analysis.yaml" in command:  # docs/your-model.md's overlay: the yaml block it shows
         text = (REPO / "docs/your-model.md").read_text().split("analysis.yaml", 1)[1]
         (clone / "analysis.yaml").write_text(re.search(r"```yaml\n(.*?)```", text, flags=re.S).group(1))
+    if "--profile profiles/site" in command:  # docs/cluster.md: the site profile made first, as it shows
+        from slurm_harness import make_site_profile
+
+        make_site_profile(clone / "profiles/site", "--partition", "debug", "--account", "lab")
     if "compare docs/offline results/tables/offline" in command:  # a run of the offline suite: the kept tables
         shutil.copytree(clone / "docs/offline", clone / "results/tables/offline", dirs_exist_ok=True)
 
@@ -370,6 +498,13 @@ def test_documented_command_works(clone, tmp_path, mode, command, request):
         header = re.search(r"^#    (uv pip compile .*)$", (REPO / "requirements/lock.txt").read_text(), flags=re.M)
         assert header and header.group(1) == command, f"requirements/lock.txt was made by another command: {header}"
         return
+    if mode == "static":
+        return  # test_the_cuda_12_pair_is_the_lock_s_versions
+    if mode == "rehearsal":  # tests/workflow/test_rehearsal.py runs every documented check_sources command
+        from documented import snakemake_commands
+
+        assert all(c in snakemake_commands("check_sources") for c in shown), shown
+        return
     if mode == "mirror":
         res = run_against_a_replica(command, clone, env, tmp_path)
         assert res.returncode == 0, f"{shown} exited {res.returncode}:\n{(res.stdout + res.stderr)[-4000:]}"
@@ -378,7 +513,7 @@ def test_documented_command_works(clone, tmp_path, mode, command, request):
     how = COMMANDS[shown[0]]
     for segment in command.split(" && "):
         where = "clone"
-        if mode == "dry" or (mode == "stops" and _program(segment) == "snakemake"):
+        if mode == "dry" or (mode == "stops" and _program(segment) == "snakemake" and how.dry):
             segment, where = dry_form(segment)
         cwd = clone if where == "clone" else tmp_path
         res = shell(segment, cwd, env, timeout=3600)

@@ -168,3 +168,20 @@ def test_the_lock_pins_what_pyproject_and_lock_in_ask_for():
     )
     blocks = re.split(r"\n(?=[A-Za-z0-9])", LOCK.read_text().split("\n", 2)[2])
     assert all("--hash=sha256:" in block for block in blocks if "==" in block), "a pin without its hashes"
+
+
+def test_the_cuda_12_pair_over_the_lock_is_named_as_a_departure():
+    """docs/gpu.md's install for drivers older than CUDA 13 (the lock's torch and torchvision built for CUDA 12.8, the
+    CUDA 12 runtime libraries pip adds for them) as the environment record names it. The environment is the lock with
+    that install's changes written in (a CUDA 12 install cannot be made here): every other pin is the lock's."""
+    from rollout_equality.runtime.lock import differences, read_pins
+
+    lock = read_pins(LOCK)
+    found = {**lock, "torch": f"{lock['torch']}+cu128", "torchvision": f"{lock['torchvision']}+cu128"}
+    found["nvidia-cublas-cu12"] = "12.8.4.1"  # one of the CUDA 12 libraries (the CUDA 13 ones stay installed)
+    found.update({"pip": "25", "rollout-equality": "0"})
+    assert differences(lock, {}, found) == [
+        "nvidia-cublas-cu12 12.8.4.1: installed but not locked",
+        f"torch: {lock['torch']}+cu128 installed, {lock['torch']} locked",
+        f"torchvision: {lock['torchvision']}+cu128 installed, {lock['torchvision']} locked",
+    ]

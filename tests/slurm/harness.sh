@@ -2,8 +2,9 @@
 # A real one-node SLURM cluster on this machine, for the tests of profiles/slurm.
 #
 #   harness.sh install       install Debian's slurm-wlm and munge when absent (needs root)
-#   harness.sh start DIR     write a one-node configuration under DIR, start munged, slurmctld
-#                            and slurmd, wait until the node is idle; prints `SLURM_CONF=/etc/slurm/slurm.conf`
+#   harness.sh start DIR     write a one-node configuration under DIR (partitions `debug`, the default, and
+#                            `gpu`, both that node), start munged, slurmctld and slurmd, wait until the node is
+#                            idle; prints `SLURM_CONF=/etc/slurm/slurm.conf`
 #   harness.sh stop DIR      stop the three daemons by the pids in DIR, restore /etc/slurm/slurm.conf
 #                            (idempotent)
 #
@@ -63,10 +64,18 @@ start() {
     mkdir -p "$dir/state" "$dir/spool" "$dir/munge"
     chmod 700 "$dir/munge"
 
-    local host cpus mem
+    local host cpus mem overrides=""
     host=$(hostname -s)
     cpus=$(nproc)
     mem=$(awk '/MemTotal/ {print int($2 / 1024) - 2000}' /proc/meminfo)
+    # SLURM_HARNESS_CPUS / SLURM_HARNESS_MEM_MB: a node that declares more than the host has (config_overrides), so
+    # that a profile's real requests (measure: 8 CPUs, 24000 MB) are accepted and shown; the jobs stay tiny.
+    if [ -n "${SLURM_HARNESS_CPUS:-}" ] && [ "$SLURM_HARNESS_CPUS" -gt "$cpus" ]; then
+        cpus=$SLURM_HARNESS_CPUS; overrides="SlurmdParameters=config_overrides"
+    fi
+    if [ -n "${SLURM_HARNESS_MEM_MB:-}" ] && [ "$SLURM_HARNESS_MEM_MB" -gt "$mem" ]; then
+        mem=$SLURM_HARNESS_MEM_MB; overrides="SlurmdParameters=config_overrides"
+    fi
 
     # munge: its own key, socket, pid and seed files
     if [ ! -s "$dir/munge/munge.key" ]; then
@@ -106,8 +115,10 @@ JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 ReturnToService=2
 MinJobAge=300
+$overrides
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes=$host Default=NO MaxTime=INFINITE State=UP
 EOF
     cp "$dir/slurm.conf" "$CONF.tmp" && mv -f "$CONF.tmp" "$CONF"
     unset SLURM_CONF

@@ -8,6 +8,7 @@ loading, layout and plumbing, never the paper's numbers: the weights are random.
 
 import copy
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from conftest import REPO
 from hub_rehearsal import mirror, rehearse
 from hub_rehearsal.rehearse import python
 
@@ -153,6 +155,30 @@ def test_check_sources_names_exactly_the_sources_that_drifted(rehearsal, tmp_pat
     assert "cached" in next(r for r in rows if " california " in r)
     seconds = float(re.search(r"checked in ([0-9.]+) s", res.stdout).group(1))
     print(f"check_sources against the mirror: {len(rows)} sources in {seconds:.1f} s")  # a time, not a verdict
+
+
+def test_the_documented_check_sources_commands_run_as_written(rehearsal, tmp_path):
+    """Every ``snakemake --cores 1 check_sources`` the documents show, run as written (a real run, not ``-n``: a
+    dry run sets the cores itself) in a project folder holding the workflow and the rehearsal's config, against the
+    replicas of every source: it checks them all and exits 0 (the one unpinned model is a note, not a problem)."""
+    from documented import snakemake_commands
+
+    commands = snakemake_commands("check_sources")
+    assert len(commands) >= 2, commands  # docs/reproducing-the-paper.md's .venv/bin/ form and the bare one
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("Snakefile", "workflow"):
+        (project / name).symlink_to(REPO / name)
+    shutil.copy(rehearsal.workdir / "config.yaml", project / "config.yaml")
+    (project / "resources").symlink_to(rehearsal.workdir / "resources")  # the tables' caches
+    env = rehearse.environment(project, rehearsal.endpoint)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"  # the reader's .venv/bin first
+    (project / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    for command in commands:
+        res = subprocess.run(command, shell=True, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+        out = res.stdout + res.stderr
+        assert res.returncode == 0, f"{command}:\n{out[-4000:]}"
+        assert "cores have to be specified" not in out and "16 sources" in out, out[-3000:]
 
 
 MODEL_CODE = """

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from conftest import REPO
 from schema import CONDITION
+from slurm_harness import make_site_profile, one_node_slurm
 
 from rollout_equality.condition.baseline import random_baseline
 from rollout_equality.config.load import validated
@@ -45,22 +46,29 @@ def test_lint_passes(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-@pytest.mark.parametrize("profile", ["local", "slurm"])
+@pytest.mark.parametrize("profile", ["local", "site"])
 def test_profiles_plan_the_offline_suite(tmp_path, profile):
     """Both profiles parse and plan every job (a dry run: no SLURM controller is needed to plan), each alone:
-    no workflow profile (profiles/default) is applied beside them, so local settings cannot leak into a cluster run."""
-    res = snakemake(
-        tmp_path, "-n", "--profile", str(REPO / "profiles" / profile), "offline", "dynamics_offline", config=TINY
-    )
+    no workflow profile (profiles/default) is applied beside them, so local settings cannot leak into a cluster run.
+    ``site``: the site profile made from profiles/slurm (docs/cluster.md), with a GPU partition for measure: every
+    rule keeps profiles/slurm's own resources beside the site's partitions."""
+    path = REPO / "profiles/local"
+    if profile == "site":
+        flags = ("--partition", "cpu", "--account", "lab", "--gpu-partition", "gpu")
+        path = make_site_profile(tmp_path / "site", *flags)
+    res = snakemake(tmp_path, "-n", "--profile", str(path), "offline", "dynamics_offline", config=TINY)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "measure_ftt" in res.stdout and "random_baseline" in res.stdout and "unroll_albert" in res.stdout
     assert not (REPO / "profiles" / "default").exists()
     assert "workflow specific profile" not in res.stdout + res.stderr
-    assert f"Using profile {REPO / 'profiles' / profile}" in res.stdout + res.stderr
-    if profile == "slurm":
-        assert "slurm_partition=<partition>" in res.stdout and "cpus_per_task=8" in res.stdout
+    assert f"Using profile {path}" in res.stdout + res.stderr
+    if profile == "site":
+        measure = res.stdout.split("rule measure:")[1].split("\n\n")[0]
+        for resource in ("slurm_partition=gpu", "slurm_account=lab", "cpus_per_task=8", "mem_mb=24000", "runtime=240"):
+            assert resource in measure, measure
         unroll = res.stdout.split("rule unroll_albert:")[1].split("\n\n")[0]
-        assert "cpus_per_task=4" in unroll and "runtime=60" in unroll, unroll  # its own resources
+        for resource in ("slurm_partition=cpu", "slurm_account=lab", "cpus_per_task=4", "mem_mb=8000", "runtime=60"):
+            assert resource in unroll, unroll  # its own resources, the site's default partition
 
 
 def test_repository_config_is_valid(tmp_path):
@@ -288,13 +296,11 @@ def test_dynamics_offline_end_to_end_is_deterministic(local_runs):
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), f"{rel} differs between identical runs"
 
 
-HARNESS = REPO / "tests/slurm/harness.sh"
 # What a site changes: partition, account, and resources that fit its nodes. Here one node of
 # `nproc` CPUs without GPUs or accounting, every job on one CPU (the 2-core run it is compared with gave measure
 # and the baseline two threads; FT-Transformer trains and measures on tabular.training.threads whatever the job
 # is given). Status checks from 2 s after a submission (the plugin's default, 40 s, suits hour-long jobs).
 SLURM_SITE = [
-    "--slurm-no-account",
     "--slurm-init-seconds-before-status-checks",
     "2",
     "--slurm-keep-successful-logs",
@@ -337,13 +343,13 @@ def local_runs(request, tmp_path_factory):
     runs first, while another worker may be running the Quick start (conftest.py)."""
     workdir = tmp_path_factory.mktemp("second_run")
     state = tmp_path_factory.mktemp("slurm")
-    started = subprocess.run(["bash", str(HARNESS), "start", str(state)], capture_output=True, text=True, timeout=900)
-    try:
-        if started.returncode == 3 and not os.environ.get("ROLLOUT_REQUIRE_SLURM"):
-            slurm, why, args = None, started.stderr.strip(), ["--cores", "1"]
-        else:
-            assert started.returncode == 0, f"the SLURM harness failed:\n{started.stdout}\n{started.stderr}"
-            slurm, why, args = state, "", ["--profile", str(REPO / "profiles/slurm"), "--jobs", "2", *SLURM_SITE, "--"]
+    # the node declares 8 CPUs and 32 GB whatever the host has, for the site profile's real requests (measure's 8
+    # CPUs and 24000 MB: test_the_site_profile_keeps_every_resource_of_profiles_slurm_on_a_real_slurm)
+    with one_node_slurm(state, cpus=8, mem_mb=32000) as (slurm, why):
+        if slurm is None:
+            args = ["--cores", "1"]
+        else:  # the site profile a site makes from profiles/slurm (docs/cluster.md), then this site's overrides
+            args = ["--profile", str(make_site_profile(state / "site")), "--jobs", "2", *SLURM_SITE, "--"]
         start = time.monotonic()
         res = snakemake(workdir, *args, "offline", "dynamics_offline", config=TINY)
         second = SecondRun(workdir, time.monotonic() - start, res.stdout + res.stderr, slurm, why)
@@ -353,9 +359,6 @@ def local_runs(request, tmp_path_factory):
         where = "through SLURM, a CPU per job" if slurm else "on 1 core"
         print(f"tiny offline suite and dynamics study: {a.seconds:.0f} s on 2 cores, {second.seconds:.0f} s {where}")
         yield a, second
-    finally:
-        if started.returncode != 3:
-            subprocess.run(["bash", str(HARNESS), "stop", str(state)], timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -818,12 +821,42 @@ def test_an_edited_input_stops_measure_naming_it_and_no_records_are_written(run_
     assert not (work / "results/records/minilm").exists()
 
 
+@pytest.mark.slow
+def test_the_site_profile_keeps_every_resource_of_profiles_slurm_on_a_real_slurm(local_runs, tmp_path):
+    """docs/cluster.md's way: ``rollout-equality slurm-profile`` with a partition, no account and a GPU partition,
+    then ``snakemake --profile <site> <target>``. The one measure job SLURM ran carries profiles/slurm's measure
+    resources (8 CPUs, 24000 MB, 240 min) and the site's GPU partition, as the controller reports them
+    (``scontrol show job``). The node declares 8 CPUs and 32 GB whatever the host has (the harness's
+    config_overrides): the request is what is checked, the job itself takes seconds."""
+    if local_runs[1].slurm is None:
+        pytest.skip(f"cannot start SLURM here ({local_runs[1].why_local})")
+    site = make_site_profile(tmp_path / "site", "--partition", "debug", "--no-account", "--gpu-partition", "gpu")
+    base = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())["set-resources"]["measure"]
+    target = "results/records/tiny_timm_deit/photos.parquet"  # one measure job of the tiny config: seconds
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    res = snakemake(
+        workdir, "--profile", str(site), target, "--slurm-init-seconds-before-status-checks", "2", config=TINY
+    )
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-5000:]
+    ids = re.findall(r"SLURM jobid (\d+)", out)
+    assert len(ids) == 1, out[-3000:]  # measure alone: preparing the model and the photos are local rules
+    shown = subprocess.run(["scontrol", "show", "job", ids[0]], capture_output=True, text=True).stdout
+    job = dict(re.findall(r"(\w+)=(\S+)", shown))
+    assert job["JobState"] == "COMPLETED" and job["Partition"] == "gpu", shown
+    assert int(job["NumCPUs"]) == base["cpus_per_task"] == 8, shown
+    assert job["MinMemoryNode"] == "24000M" and base["mem_mb"] == "attempt * 24000", shown
+    assert job["TimeLimit"] == "04:00:00" and base["runtime"] == 240, shown
+    assert (workdir / target).exists()
+
+
 @pytest.mark.parametrize(
     "extraction, training",
     [("cpu", "cuda"), ("cuda", "cpu"), ("cuda:0", "auto"), ("auto", "cuda:0")],  # each setting once for each
 )
 def test_the_slurm_profile_claims_a_gpu_exactly_where_the_device_setting_asks_for_one(tmp_path, extraction, training):
-    """`snakemake -n --profile profiles/slurm` (the slurm executor's dry run needs no cluster): measure claims a GPU
+    """`snakemake -n` with a site profile made from profiles/slurm (the slurm executor's dry run needs no cluster): measure claims a GPU
     for extraction.device cuda[:N], train_ftt and measure_ftt for tabular.training.device cuda[:N]; cpu and auto
     (a GPU if the job's node shows one) claim none. The claim follows from the setting alone: the controller runs
     here with a torch that cannot be imported."""
@@ -834,7 +867,8 @@ def test_the_slurm_profile_claims_a_gpu_exactly_where_the_device_setting_asks_fo
     no_torch.mkdir(parents=True)
     (no_torch / "__init__.py").write_text('raise ImportError("the workflow imported torch to plan its jobs")\n')
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(no_torch.parent), os.environ.get("PYTHONPATH")]))}
-    res = snakemake(tmp_path, "-n", "--profile", str(REPO / "profiles/slurm"), "offline", config=config, env=env)
+    site = make_site_profile(tmp_path / "site")  # profiles/slurm with a partition and no account (docs/cluster.md)
+    res = snakemake(tmp_path, "-n", "--profile", str(site), "offline", config=config, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
     claims: dict[str, set[int]] = {}
     rule = None

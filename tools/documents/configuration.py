@@ -186,7 +186,7 @@ A new claim is one more entry under `claims:` (`kind`, `text`, `subjects`, `rang
 its kind needs one). Renaming a model means renaming it in its claims too: a subject that names no model
 or table stops the run, naming the claim.
 
-With conda (`snakemake --sdm conda`), every rule runs in the one environment of `envs/workflow.yaml`; Snakemake
+With conda (`snakemake --cores N offline --sdm conda`), every rule runs in the one environment of `envs/workflow.yaml`; Snakemake
 creates it and runs `envs/workflow.post-deploy.sh` in it, which installs the data wheels without their dependencies.
 tests/repository/test_conda_envs.py checks the environment against the scripts' imports and pyproject; conda itself does not
 run in the tests.

@@ -1,15 +1,22 @@
+import os
 import re
 import sys
 import time
 from pathlib import Path
 
 import yaml
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
 sys.path.insert(0, str(Path(workflow.main_snakefile).parent / "src"))  # this checkout's library first
+from rollout_equality.config.profiles import check_profiles, executor, unknown_targets
+
+# a profile that still holds a <placeholder> stops here, before any job is planned
+check_profiles(sys.argv, os.environ, Path(workflow.main_snakefile).parent)
+
 from rollout_equality.reporting import paper
-from rollout_equality.runtime.device import gpu_claim
+from rollout_equality.runtime.device import gpu_claim, local_gpu_problem
 from rollout_equality.config.load import validated
 from rollout_equality.config.checks import (
     baseline_claim,
@@ -34,6 +41,28 @@ DATASETS = config["datasets"]
 TABLES = resolved_tables(config)  # every table: tabular.datasets and the ablation's <table>@<setting>
 ABLATION = config["tabular"].get("ablation")
 ALBERT_SUITES = config["dynamics"]["albert"]["suites"]
+
+# A local run whose settings ask for a GPU (overlays/gpu.yaml) on a host that cannot give one stops before any job.
+if (
+    executor(sys.argv, os.environ, Path(workflow.main_snakefile).parent) == "local"
+    and not workflow.output_settings.dryrun
+):
+    _devices = {"extraction.device": config["extraction"]["device"]}
+    _devices.update({f"tabular.training.device ({t})": TABLES[t]["training"]["device"] for t in TABLES})
+    _asked = sorted({f"{key.split(' (')[0]}: {d}" for key, d in _devices.items() if d.startswith("cuda")})
+    _problem = local_gpu_problem(_asked)
+    if _problem:
+        raise WorkflowError(_problem)
+
+
+def command_line_targets():
+    """The targets of this Snakemake command line, as Snakemake's own parser reads them (none where it cannot)."""
+    from snakemake.cli import get_argument_parser
+
+    try:
+        return get_argument_parser().parse_known_args(sys.argv[1:])[0].targets or []
+    except SystemExit:
+        return []
 
 
 def config_file():

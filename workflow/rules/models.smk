@@ -25,7 +25,7 @@ rule check_network_sources:
         "../scripts/check_sources.py"
 
 
-# `snakemake check_sources`: a table of its own each time (the temporary one above is deleted once the downloads
+# `snakemake --cores 1 check_sources`: a table of its own each time (the temporary one above is deleted once the downloads
 # that wait for it are done, so that the next download checks again).
 use rule check_network_sources as report_sources with:
     output:

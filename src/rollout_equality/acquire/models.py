@@ -36,7 +36,7 @@ from typing import Any
 
 from rollout_equality.acquire import hub
 from rollout_equality.acquire.installed import ModelUnavailableError, resolve_local
-from rollout_equality.config.paths import MODEL_INFO, MODELS
+from rollout_equality.config.paths import MODEL_INFO, MODELS, snakemake_command
 from rollout_equality.config.schema import node as schema_node
 from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import write_json
@@ -46,10 +46,10 @@ log = logging.getLogger(__name__)
 
 def _ways_out(name: str) -> str:
     return (
-        f"Ways out: run `snakemake {MODEL_INFO.format(model=name)}` (or `snakemake download` for the whole "
+        f"Ways out: run `{snakemake_command(MODEL_INFO.format(model=name))}` (or `{snakemake_command('download', cores='4')}` for the whole "
         f"paper suite) where the hub is reachable, e.g. a login node: the files land in {MODELS}/{name}/ "
         "inside this project, which compute jobs read with HF_HUB_OFFLINE=1; or set `local: /path/to/snapshot` "
-        f"for {name!r} in config.yaml; or run the offline suite (`snakemake --cores 2 offline`), which needs no "
+        f"for {name!r} in config.yaml; or run the offline suite (`{snakemake_command('offline', cores='2')}`), which needs no "
         "network."
     )
 
@@ -397,6 +397,6 @@ def located_path(info: dict[str, Any], manifest: str | os.PathLike) -> Path:
         raise ValueError(
             f"{manifest} was written by an older version: it records the files of model {info.get('name')!r} at "
             f"{recorded}, outside its own folder (the run was moved or copied); prepare it again "
-            f"(snakemake --forcerun prepare_model {manifest})"
+            f"({snakemake_command(str(manifest), '--forcerun', 'prepare_model')})"
         )
     return Path(recorded)

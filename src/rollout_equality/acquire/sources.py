@@ -61,7 +61,7 @@ class Check:
 
 def suite_sources(config: dict[str, Any], suite: str) -> dict[str, list[str]]:
     """The models, data sets and tables ``suite`` fetches: its experiments, its ALBERT run, its tables and
-    (when the suite shows it) the recipe ablation's tables. What ``snakemake download`` prepares."""
+    (when the suite shows it) the recipe ablation's tables. What the ``download`` target prepares."""
     from rollout_equality.config.checks import resolved_tables
 
     experiments = list(config["suites"].get(suite, []))

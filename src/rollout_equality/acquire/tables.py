@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from rollout_equality.acquire.installed import resolve_path
-from rollout_equality.config.paths import TABLE_RAW
+from rollout_equality.config.paths import TABLE_RAW, snakemake_command
 from rollout_equality.runtime.files import atomic_path
 
 log = logging.getLogger(__name__)
@@ -42,9 +42,9 @@ class TableUnavailableError(RuntimeError):
 
 def _table_ways_out(name: str, cache_dir: str | os.PathLike) -> str:
     return (
-        f"Ways out: run `snakemake {TABLE_RAW.format(tabular=name)}` (or `snakemake download`) where the "
+        f"Ways out: run `{snakemake_command(TABLE_RAW.format(tabular=name))}` (or `{snakemake_command('download', cores='4')}`) where the "
         f"server is reachable (the cache under {cache_dir} travels with the project directory); or use a `csv:` "
-        "source with a local copy; or run the offline suite (`snakemake --cores 2 offline`)."
+        f"source with a local copy; or run the offline suite (`{snakemake_command('offline', cores='2')}`)."
     )
 
 

@@ -32,6 +32,18 @@ LOGS = f"{RESULTS}/logs"
 BENCHMARKS = f"{RESULTS}/benchmarks"
 
 
+def snakemake_command(target: str, *flags: str, cores: str = "1") -> str:
+    """The Snakemake command that makes ``target``, as a message shows it to a reader:
+    ``snakemake --cores 1 <target> [flags]``.
+
+    The rule for every command the project shows, stated once: Snakemake executes nothing without ``--cores`` (or a
+    profile that sets it; a dry run sets it itself, so only a real run finds the omission), and a flag that takes a
+    list of values (``--forcerun``, ``--set-resources``, ``--default-resources``, ``--config``, ``--configfile``)
+    takes a target written after it as one more value: the target comes first, the flags after it.
+    """
+    return " ".join(["snakemake", "--cores", cores, target, *flags])
+
+
 def log_path(tail: str) -> str:
     """A rule's log file, ``tail`` (e.g. ``measure/{model}/{dataset}.log``) under :data:`LOGS`."""
     return f"{LOGS}/{tail}"

@@ -239,7 +239,8 @@ def ablation_section(out: str | os.PathLike, inputs: Mapping[str, str | os.PathL
             out,
             head
             + "\\paragraph{Recipe ablation.} Not shown for this suite: add it to \\texttt{tabular.ablation.suites} "
-            "in config.yaml, or run \\texttt{snakemake ftt\\_ablation} for the ablation on its own.\n",
+            "(the overlay \\texttt{overlays/ftt\\_ablation.yaml} does so for the paper suite), or run "
+            "\\texttt{snakemake --cores N ftt\\_ablation} for the ablation on its own.\n",
         )
         return
     require_paths(inputs, ("tex", "pdf", "summary"), "ablation_section")

@@ -1,6 +1,7 @@
 """What decides a result's bits, written down with every records file and every trained FT-Transformer.
 
-* the device, and on a CUDA device TF32 and deterministic algorithms (:mod:`rollout_equality.runtime.device`);
+* the device, and on a CUDA device TF32 and deterministic algorithms (:mod:`rollout_equality.runtime.device`); on
+  the CPU of a host with an NVIDIA driver, why its GPU was not used (``gpu_unused``);
 * on a CPU, torch's thread count for the forward pass or training (:mod:`rollout_equality.runtime.threads`);
 * on a CPU, the code path each library runs (:mod:`rollout_equality.runtime.code_paths`);
 * the library versions (:data:`VERSIONED`).
@@ -17,7 +18,7 @@ from importlib import metadata as importlib_metadata
 from typing import Any
 
 from rollout_equality.runtime.code_paths import VARIABLES as CODE_PATH_VARIABLES
-from rollout_equality.runtime.device import tf32_settings
+from rollout_equality.runtime.device import cuda_probe, tf32_settings, unused_gpu
 
 VERSIONED = (
     "rollout-equality",
@@ -93,6 +94,10 @@ def provenance(device: str, *, threads: int, analysis_threads: int | None = None
         out["cudnn"] = torch.backends.cudnn.version()
         out["float32"] = tf32_settings()
         out["deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
+    else:
+        why = unused_gpu(cuda_probe())
+        if why:  # a host with an NVIDIA driver whose GPU this CPU result did not use, and why
+            out["gpu_unused"] = why
     out["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     if "numba" in sys.modules:  # the analysis's compiler, as it read its target when it started
         out["numba_target"] = numba_target()

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.acquire.tables import SOURCE_TEST_ROWS
+from rollout_equality.config.paths import snakemake_command
 from rollout_equality.config.schema import choices
 from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import atomic_path, write_json
@@ -277,7 +278,10 @@ def load_prepared(
     if not manifest_path.exists():
         raise FileNotFoundError(f"{manifest_path} is missing: prepare the table first (rule prepare_tabular)")
     manifest = json.loads(manifest_path.read_text())
-    rerun = f"prepare the table again (snakemake --forcerun prepare_tabular {manifest_path}, or delete {data_path})"
+    rerun = (
+        f"prepare the table again ({snakemake_command(str(manifest_path), '--forcerun', 'prepare_tabular')}, "
+        f"or delete {data_path})"
+    )
     try:
         with np.load(data_path) as npz:
             arrays = {k: npz[k] for k in npz.files}

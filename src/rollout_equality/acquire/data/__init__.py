@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout_equality.acquire import hub
+from rollout_equality.config.paths import snakemake_command
 from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import write_json
 
@@ -213,7 +214,7 @@ def load_inputs(data_dir: str | os.PathLike) -> tuple[list[str], list[Any], dict
     manifest = read_manifest(data_dir)
     data_dir = Path(data_dir)
     rerun = (
-        f"prepare the data set again (snakemake --forcerun prepare_data {data_dir / 'manifest.json'}, "
+        f"prepare the data set again ({snakemake_command(str(data_dir / 'manifest.json'), '--forcerun', 'prepare_data')}, "
         f"or delete {data_dir})"
     )
     try:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from rollout_equality.acquire.data import load_hub_dataset, write_manifest
+from rollout_equality.config.paths import snakemake_command
 from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import atomic_path
 
@@ -49,7 +50,7 @@ def documents(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[tu
     ds, snap = load_hub_dataset(
         name,
         spec,
-        "Prepare it where the hub is reachable (`snakemake download`, "
+        f"Prepare it where the hub is reachable (`{snakemake_command('download', cores='4')}`, "
         "e.g. on a login node), or use `files:` with local text files.",
         out_dir / "hub",
     )

@@ -201,13 +201,16 @@ def unroll_albert(
 
     from rollout_equality.acquire.data import load_inputs
     from rollout_equality.acquire.models import random_seed
-    from rollout_equality.config.paths import MODEL_INFO
+    from rollout_equality.config.paths import MODEL_INFO, snakemake_command
     from rollout_equality.measure import check_model, model_record
     from rollout_equality.runtime.files import write_json, write_parquet
     from rollout_equality.runtime.provenance import provenance
 
     name = model_info.get("name")
-    check_model(model_info, f"prepare it again (snakemake --forcerun prepare_model {MODEL_INFO.format(model=name)})")
+    check_model(
+        model_info,
+        f"prepare it again ({snakemake_command(MODEL_INFO.format(model=name), '--forcerun', 'prepare_model')})",
+    )
     ids, texts, manifest = load_inputs(Path(data_manifest).parent)
     if manifest["modality"] != "text":
         raise ValueError(f"{data_manifest} holds {manifest['modality']} inputs; ALBERT reads text")
