@@ -32,7 +32,12 @@ class Head(nn.Module):
             nn.GELU(),
             nn.Linear(hidden, bottleneck),
         )
-        self.prototypes = nn.Parameter(torch.randn(out_dim, bottleneck) / bottleneck**0.5)
+        self.prototypes = nn.Parameter(torch.empty(out_dim, bottleneck))
+        for module in self.mlp:  # DINO's initialisation: truncated normal weights (std 0.02), zero biases
+            if isinstance(module, nn.Linear):
+                nn.init.trunc_normal_(module.weight, std=0.02)
+                nn.init.zeros_(module.bias)
+        nn.init.trunc_normal_(self.prototypes, std=0.02)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         z = F.normalize(self.mlp(features), dim=-1)

@@ -32,6 +32,7 @@ import torch
 
 from rollout_equality.condition.baseline import wilson_interval
 from rollout_equality.config.paths import SUPERVISION_REPORT
+from rollout_equality.reporting.compare import TABLES
 from rollout_equality.runtime.files import require_paths
 
 log = logging.getLogger(__name__)
@@ -42,23 +43,11 @@ ORDER = ("supervised", "dino", CONTROL)
 LABELS = {"supervised": "supervised (cross-entropy)", "dino": "self-supervised (DINO)", CONTROL: "untrained control"}
 TOKEN_SETS = ("content", "all")
 
-DEPTH_COLUMNS = [
-    "objective",
-    "token_set",
-    "layer",
-    "depth",
-    "seeds",
-    "pairs",
-    "holds",
-    "rate",
-    "ci_low",
-    "ci_high",
-    "seed_low",
-    "seed_high",
-]
-HEAD_COLUMNS = ["objective", "token_set", "attention", *DEPTH_COLUMNS[2:]]
-LATE_COLUMNS = ["objective", "token_set", "pairs", "failures", "late_failures", "share", "ci_low", "ci_high"]
-SCORE_COLUMNS = ["model", "objective", "seed", "n_train", "n_test", "epochs", "test_accuracy", "knn_accuracy"]
+DEPTH_COLUMNS = list(TABLES["supervision_depth"].columns)
+HEAD_COLUMNS = list(TABLES["supervision_heads"].columns)
+LATE_COLUMNS = list(TABLES["supervision_late"].columns)
+SCORE_COLUMNS = list(TABLES["supervision_scores"].columns)
+"""The tables' columns, as ``rollout-equality compare`` reads them (:data:`rollout_equality.reporting.compare.TABLES`)."""
 
 
 def _objective_order(column: pd.Series) -> pd.Series:
@@ -220,6 +209,12 @@ def _percent(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _span(values: pd.Series) -> str:
+    """``a%`` when the seeds agree to the percent, else ``a%–b%``."""
+    low, high = _percent(values.min()), _percent(values.max())
+    return low if low == high else f"{low}–{high}"
+
+
 def sentences(depth: pd.DataFrame, late: pd.DataFrame, scores: pd.DataFrame) -> str:
     """What the tables show, in words (Markdown), for docs/results.md: whether each model learned, how the rates of
     the two objectives compare on content tokens at the last layer and over all layers, where the failures are, and
@@ -229,12 +224,12 @@ def sentences(depth: pd.DataFrame, late: pd.DataFrame, scores: pd.DataFrame) -> 
     if "supervised" in by.groups:
         acc = by.get_group("supervised")["test_accuracy"]
         parts.append(
-            f"The supervised models reach a test accuracy of {_percent(acc.min())} to {_percent(acc.max())} on the "
-            f"{int(scores['n_test'].iloc[0])} test digits."
+            f"The supervised models reach a test accuracy of {_span(acc)} on the {int(scores['n_test'].iloc[0])} "
+            f"test digits ({len(acc)} seeds)."
         )
     knn = {o: by.get_group(o)["knn_accuracy"] for o in ORDER if o in by.groups}
-    knn_text = "; ".join(f"{LABELS[o]} {_percent(v.min())}–{_percent(v.max())}" for o, v in knn.items())
-    parts.append(f"The k-NN accuracy of frozen CLS features across seeds: {knn_text}.")
+    knn_text = "; ".join(f"{LABELS[o]} {_span(v)}" for o, v in knn.items())
+    parts.append(f"The k-NN accuracy of frozen CLS features, across seeds: {knn_text}.")
     content = depth[depth["token_set"] == "content"]
     overall = content.groupby("objective").apply(lambda g: g["holds"].sum() / g["pairs"].sum(), include_groups=False)
     last = content[content["depth"] == content["depth"].max()].set_index("objective")
@@ -258,32 +253,39 @@ def sentences(depth: pd.DataFrame, late: pd.DataFrame, scores: pd.DataFrame) -> 
         lower_late = (
             sup.loc[sup["depth"] >= 0.5, "ci_high"].to_numpy() < ssl.loc[ssl["depth"] >= 0.5, "ci_low"].to_numpy()
         ).any()
-        dino_everywhere = bool((ssl["rate"] >= sup["rate"].to_numpy()).all())
+        dino_everywhere = not bool((sup["ci_low"].to_numpy() > ssl["ci_high"].to_numpy()).any())
         late_sup = late_c.loc["supervised"]
         late_failing = late_sup["failures"] > 0 and late_sup["ci_low"] > 0.5
         if lower_late and dino_everywhere and late_failing:
             verdict = (
-                "The paper's contrast appears at this scale: the self-supervised models hold the condition at least "
-                "as often as the supervised ones at every layer, the supervised ones less often at a late layer "
-                "(their Wilson intervals apart), and most of the supervised failures are late."
+                "The paper's contrast appears at this scale: at no layer do the supervised models hold the condition "
+                "more often than the self-supervised ones (Wilson intervals apart), at a late layer they hold it less "
+                "often (intervals apart), and most of their failures are late."
             )
         else:
             missing = [
                 what
                 for what, ok in (
                     (
-                        "a late layer where the supervised rate lies below the self-supervised one, their Wilson "
+                        "no late layer where the supervised rate lies below the self-supervised one with their Wilson "
                         "intervals apart",
                         lower_late,
                     ),
-                    ("a self-supervised rate at least the supervised one at every layer", dino_everywhere),
-                    ("most supervised failures late", late_failing),
+                    (
+                        "a layer where the supervised rate lies above the self-supervised one with their Wilson "
+                        "intervals apart",
+                        dino_everywhere,
+                    ),
+                    (
+                        "no majority of late layers among the supervised failures (Wilson interval above one half)",
+                        late_failing,
+                    ),
                 )
                 if not ok
             ]
             verdict = (
-                "The paper's contrast does not appear at this scale as the paper reports it: the tables show no "
-                + "; no ".join(missing)
+                "The paper's contrast does not appear at this scale as the paper reports it: the tables show "
+                + "; ".join(missing)
                 + "."
             )
         parts.append(verdict)

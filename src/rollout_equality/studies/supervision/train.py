@@ -6,7 +6,8 @@ shares (``supervision.training``: epochs, batch size, AdamW's learning rate with
 weight decay, gradient clipping, the augmentations of :mod:`.augment`):
 
 * ``supervised``: cross-entropy of the labels through CLS and timm's linear head, one augmented view per digit;
-* ``dino``: DINO's self-distillation (:mod:`.dino`), two augmented views per digit, the teacher (EMA of the student)
+* ``dino``: DINO's self-distillation (:mod:`.dino`), two augmented views per digit seen by student and teacher and
+  ``local_views`` zoomed-in views (DINO's local crops) seen by the student only, the teacher (EMA of the student)
   saved, as DINO evaluates it. A DINO step costs more compute than a supervised one (two student views and the
   teacher's forward passes): the budget is equal in epochs, steps and optimiser, not in FLOPs.
 
@@ -145,6 +146,7 @@ def train(
         generator = torch.Generator().manual_seed(seed)  # batches and views
         torch.manual_seed(seed)  # the DINO head's weights
         aug, d = settings["augment"], settings["dino"]
+        local = {**aug, "scale": d["local_scale"], "translate": d["local_translate"]}  # DINO's local crops
         params = list(model.parameters())
         if objective == "dino":
             head = dino.Head(model.num_features, d["hidden"], d["bottleneck"], d["out_dim"], d["batch_norm"])
@@ -168,17 +170,20 @@ def train(
                 if objective == "supervised":
                     loss = F.cross_entropy(model(augment(x[batch], aug, generator, blank)), y[batch])
                 else:
-                    views = torch.stack([augment(x[batch], aug, generator, blank) for _ in range(d["views"])])
-                    flat = views.flatten(0, 1)
+                    views = [augment(x[batch], aug, generator, blank) for _ in range(d["views"])]
+                    views += [augment(x[batch], local, generator, blank) for _ in range(d["local_views"])]
+                    flat = torch.cat(views)
                     out_s = student["head"](model.forward_head(model.forward_features(flat), pre_logits=True))
-                    with torch.no_grad():
-                        t_vit = teacher["vit"]
-                        out_t = teacher["head"](t_vit.forward_head(t_vit.forward_features(flat), pre_logits=True))
-                    out_s = out_s.view(d["views"], len(batch), -1)
+                    with torch.no_grad():  # the teacher sees the global views only
+                        t_vit, flat_t = teacher["vit"], flat[: d["views"] * len(batch)]
+                        out_t = teacher["head"](t_vit.forward_head(t_vit.forward_features(flat_t), pre_logits=True))
+                    out_s = out_s.view(len(views), len(batch), -1)
                     out_t = out_t.view(d["views"], len(batch), -1)
                     loss = dino.dino_loss(out_s, out_t, center, d["student_temp"], d["teacher_temp"])
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
+                if objective == "dino" and epoch < d["freeze_prototypes"]:  # as DINO's freeze_last_layer
+                    student["head"].prototypes.grad = None
                 torch.nn.utils.clip_grad_norm_(params, settings["clip_grad"])
                 optimiser.step()
                 if objective == "dino":
