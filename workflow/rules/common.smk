@@ -32,10 +32,10 @@ config.update(validated(config))  # rollout_equality.config.load: the schema's d
 
 # The supervision study's models (rollout_equality.config.supervision): each a local timm checkpoint, prepared and
 # measured as the config's own models are.
-SUPERVISION = config.get("supervision")
+SUPERVISION = config["supervision"]
 SUPERVISION_MODELS = study_models(config)
 config["models"].update(SUPERVISION_MODELS)
-SUPERVISION_RUNS = [{"objective": o, "seed": s} for o, s in supervision_runs(SUPERVISION)] if SUPERVISION else []
+SUPERVISION_RUNS = [{"objective": o, "seed": s} for o, s in supervision_runs(SUPERVISION)]
 SUPERVISION_EXPERIMENTS = [
     {"model": supervision_model(r["objective"], r["seed"]), "dataset": SUPERVISION["test_data"]}
     for r in SUPERVISION_RUNS
@@ -259,8 +259,6 @@ def experiment_analysis(model, dataset):
 
 def supervision_targets():
     """The supervision study's report (tables, figure, sentences), and each experiment's per-layer summary."""
-    if not SUPERVISION:
-        return []
     return list(SUPERVISION_REPORT.values()) + [SUMMARY.format(**e) for e in SUPERVISION_EXPERIMENTS]
 
 

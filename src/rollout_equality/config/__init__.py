@@ -5,7 +5,8 @@
 * :mod:`.checks` — what the schema cannot check: names that refer to other entries, the analysis each run resolves to,
   the tables the tabular section resolves to;
 * :mod:`.settings` — the sections compute steps take whole, as typed records;
-* :mod:`.paths` — every output path template and each rule's output keys.
+* :mod:`.paths` — every output path template and each rule's output keys;
+* :mod:`.supervision` — the supervision study's models and experiments, derived from its section.
 
 The lowest stage: imports nothing else of the library.
 """
