@@ -11,6 +11,7 @@ content tokens and on all tokens:
   layer / (L − 1) at least ``late_depth``), with its Wilson interval;
 * ``supervision_scores``: per model, the k-NN accuracy of its frozen CLS features on the test digits against the
   training digits (every model, the controls included), and the supervised models' test accuracy;
+* ``supervision_checkpoints``: every file of every checkpoint with its size and SHA-256;
 * ``model_rates`` and ``depth_rates`` as every suite's (:mod:`rollout_equality.reporting.stats`), so that
   ``rollout-equality compare`` reads the folder as it reads a suite's.
 
@@ -170,6 +171,28 @@ def scores_table(
             }
         )
     return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+
+def checkpoints_table(
+    models: Sequence[str], runs: Sequence[Mapping[str, Any]], checkpoints: Sequence[str | os.PathLike]
+) -> pd.DataFrame:
+    """``supervision_checkpoints``: each file of each checkpoint folder, its size and SHA-256."""
+    from rollout_equality.runtime import digests
+
+    rows = [
+        {
+            "model": name,
+            "objective": run["objective"],
+            "seed": int(run["seed"]),
+            "file": path.name,
+            "bytes": path.stat().st_size,
+            "sha256": digests.of_file(path),
+        }
+        for name, run, folder in zip(models, runs, checkpoints, strict=True)
+        for path in sorted(Path(folder).iterdir())
+        if path.is_file() and not path.name.startswith(".")
+    ]
+    return pd.DataFrame(rows, columns=["model", "objective", "seed", "file", "bytes", "sha256"])
 
 
 def figure(depth: pd.DataFrame):
@@ -336,6 +359,7 @@ def report_supervision(
     tables["supervision_late"] = late_table(layer, late_depth)
     tables["heads"] = head_table(head_rows)
     tables["supervision_scores"] = scores_table(models, runs, checkpoints, train_data, test_data, knn)
+    tables["checkpoints"] = checkpoints_table(models, runs, checkpoints)
     for key, df in tables.items():
         write_csv(df, out[key])
     write_html(
