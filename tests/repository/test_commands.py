@@ -78,6 +78,7 @@ class How:
 OFFLINE_SUITE = "the offline suite takes more than a minute (README, Targets)"
 NETWORK = "it downloads from the hub and OpenML"
 INSTALL = "it installs (minutes, from the package index)"
+SUPERVISION = "it trains six small ViTs and measures nine (minutes; the tiny study runs in tests/workflow)"
 HUB = "the hub is unreachable here: a replica of the repository, served by a local mirror"
 PREPARED = "it reads the models and inputs the offline suite prepared (more than a minute)"
 
@@ -123,6 +124,7 @@ COMMANDS: dict[str, How] = {
     # docs/dynamics.md, docs/results.md, config.yaml, the Snakefile
     ".venv/bin/snakemake --cores 2 dynamics_offline": How("dry", "the full-size random ALBERT takes minutes"),
     ".venv/bin/snakemake --cores 2 dynamics": How("dry", NETWORK),
+    "snakemake --cores 2 supervision_offline": How("dry", SUPERVISION),
     "snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
     "snakemake --cores N ftt_ablation": How(
         "dry", "it trains 27 FT-Transformers", runs=("snakemake --cores 2 ftt_ablation",)
