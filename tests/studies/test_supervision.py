@@ -222,3 +222,43 @@ def test_a_trained_checkpoint_is_measured_as_any_timm_model(trained):
             np.testing.assert_allclose(heads.sum(-1), 1.0, atol=1e-5)
             np.testing.assert_allclose(layers, heads.mean(1), atol=1e-6)
             assert special.tolist() == [True] + [False] * 16
+
+
+def _records(rates_by_objective, n=400):
+    """Synthetic head-averaged records: per objective and layer (3 layers), ``n`` inputs of which the first
+    ``rate × n`` hold, one seed, content tokens."""
+    import pandas as pd
+
+    rows = [
+        {"objective": o, "seed": 0, "token_set": "content", "layer": layer, "n_layers": 3, "holds": i < rate * n}
+        for o, rates in rates_by_objective.items()
+        for layer, rate in enumerate(rates)
+        for i in range(n)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_the_sentences_say_whether_the_papers_contrast_appears():
+    import pandas as pd
+
+    from rollout_equality.studies.supervision.report import depth_table, sentences
+
+    scores = pd.DataFrame(
+        {
+            "model": ["s", "d", "c"],
+            "objective": ["supervised", "dino", "init"],
+            "seed": [0, 0, 0],
+            "n_test": [400] * 3,
+            "test_accuracy": [0.97, np.nan, np.nan],
+            "knn_accuracy": [0.96, 0.9, 0.5],
+        }
+    )
+    paper = _records({"supervised": [1.0, 0.9, 0.3], "dino": [1.0, 1.0, 1.0], "init": [0.3, 0.3, 0.3]})
+    text = sentences(depth_table(paper), late_table(paper, 0.5), scores, 0.5)
+    assert "The paper's contrast appears at this scale" in text and "97%" in text
+    reversed_ = _records({"supervised": [1.0, 1.0, 1.0], "dino": [1.0, 0.9, 0.3], "init": [0.3, 0.3, 0.3]})
+    text = sentences(depth_table(reversed_), late_table(reversed_, 0.5), scores, 0.5)
+    assert "does not appear" in text and "no late layer where the supervised rate lies below" in text
+    early = _records({"supervised": [0.3, 0.9, 0.95], "dino": [1.0, 1.0, 1.0], "init": [0.3, 0.3, 0.3]})
+    text = sentences(depth_table(early), late_table(early, 0.5), scores, 0.5)
+    assert "does not appear" in text and "no majority of late layers among the supervised failures" in text

@@ -75,6 +75,9 @@ BENCHMARK_CSV = {
     "supervision_offline": "supervision/benchmarks.csv",
 }  # under docs/offline/
 ENVIRONMENT = "environment.json"  # under docs/offline/: the machine and the lock of the last --copy
+ENVIRONMENTS = {"supervision_offline": "supervision/environment.json"}
+"""Targets whose kept outputs record their own machine (under docs/offline/), apart from :data:`ENVIRONMENT`: a study
+kept on another machine than the offline suite must not relabel the suite's outputs."""
 
 
 def read_config() -> dict:
@@ -150,7 +153,7 @@ def copy_kept(target: str, source: Path, offline: Path = OFFLINE) -> None:
     table = offline / BENCHMARK_CSV[target]
     pd.DataFrame(rows).to_csv(table, index=False, float_format="%.2f", lineterminator="\n")
     print(f"{len(rows)} benchmarks -> {table}")
-    write_environment(offline / ENVIRONMENT)
+    write_environment(offline / ENVIRONMENTS.get(target, ENVIRONMENT))
 
 
 def write_environment(path: Path) -> None:

@@ -405,7 +405,7 @@ def supervision_values() -> dict[str, str]:
     vit, training = section["vit"]["kwargs"], section["training"]
     side, patch = vit["img_size"], vit["patch_size"]
     return {
-        "sup_sentences": sentences(depth, late, scores).strip(),
+        "sup_sentences": sentences(depth, late, scores, section["late_depth"]).strip(),
         "sup_seeds": str(len(section["seeds"])),
         "sup_train": f"{int(scores['n_train'].iloc[0]):,}",
         "sup_test": f"{int(scores['n_test'].iloc[0]):,}",
@@ -419,5 +419,5 @@ def supervision_values() -> dict[str, str]:
             "local views seen by the student"
         ),
         "sup_batch": str(training["batch_size"]),
-        "sup_time": minutes(benchmark_seconds("supervision_offline")),
+        "sup_cpu": minutes(float(pd.read_csv(kept / "benchmarks.csv")["cpu_time"].sum())),
     }

@@ -238,7 +238,7 @@ def _span(values: pd.Series) -> str:
     return low if low == high else f"{low}–{high}"
 
 
-def sentences(depth: pd.DataFrame, late: pd.DataFrame, scores: pd.DataFrame) -> str:
+def sentences(depth: pd.DataFrame, late: pd.DataFrame, scores: pd.DataFrame, late_depth: float) -> str:
     """What the tables show, in words (Markdown), for docs/results.md: whether each model learned, how the rates of
     the two objectives compare on content tokens at the last layer and over all layers, where the failures are, and
     whether that is the paper's contrast (self-supervised holding at every layer, supervised failing late)."""
@@ -247,7 +247,7 @@ def sentences(depth: pd.DataFrame, late: pd.DataFrame, scores: pd.DataFrame) -> 
     if "supervised" in by.groups:
         acc = by.get_group("supervised")["test_accuracy"]
         parts.append(
-            f"The supervised models reach a test accuracy of {_span(acc)} on the {int(scores['n_test'].iloc[0])} "
+            f"The supervised models reach a test accuracy of {_span(acc)} on the {int(scores['n_test'].iloc[0]):,} "
             f"test digits ({len(acc)} seeds)."
         )
     knn = {o: by.get_group(o)["knn_accuracy"] for o in ORDER if o in by.groups}
@@ -264,17 +264,21 @@ def sentences(depth: pd.DataFrame, late: pd.DataFrame, scores: pd.DataFrame) -> 
     parts.append(f"On content tokens the condition holds for: {rate_text}.")
     late_c = late[late["token_set"] == "content"].set_index("objective")
     late_text = "; ".join(
-        f"{LABELS[o]} {_percent(late_c.loc[o, 'share'])} of {int(late_c.loc[o, 'failures'])}"
+        f"{LABELS[o]} {_percent(late_c.loc[o, 'share'])} of {int(late_c.loc[o, 'failures']):,}"
         if late_c.loc[o, "failures"]
         else f"{LABELS[o]} none fail"
         for o in ORDER
         if o in late_c.index
     )
-    parts.append(f"The share of the content-token failures that lie in the later half of depth: {late_text}.")
+    parts.append(
+        f"The share of the content-token failures at a late layer (normalised depth at least {late_depth:g}): "
+        f"{late_text}."
+    )
     if {"supervised", "dino"} <= set(overall.index):
         sup, ssl = content[content["objective"] == "supervised"], content[content["objective"] == "dino"]
         lower_late = (
-            sup.loc[sup["depth"] >= 0.5, "ci_high"].to_numpy() < ssl.loc[ssl["depth"] >= 0.5, "ci_low"].to_numpy()
+            sup.loc[sup["depth"] >= late_depth, "ci_high"].to_numpy()
+            < ssl.loc[ssl["depth"] >= late_depth, "ci_low"].to_numpy()
         ).any()
         dino_everywhere = not bool((sup["ci_low"].to_numpy() > ssl["ci_high"].to_numpy()).any())
         late_sup = late_c.loc["supervised"]
@@ -380,6 +384,6 @@ def report_supervision(
             fig.savefig(tmp, format=key, dpi=150 if key == "png" else None)
     write_text(
         out["sentences"],
-        sentences(tables["supervision_depth"], tables["supervision_late"], tables["supervision_scores"]),
+        sentences(tables["supervision_depth"], tables["supervision_late"], tables["supervision_scores"], late_depth),
     )
     return tables
