@@ -262,3 +262,38 @@ def test_the_sentences_say_whether_the_papers_contrast_appears():
     early = _records({"supervised": [0.3, 0.9, 0.95], "dino": [1.0, 1.0, 1.0], "init": [0.3, 0.3, 0.3]})
     text = sentences(depth_table(early), late_table(early, 0.5), scores, 0.5)
     assert "does not appear" in text and "no majority of late layers among the supervised failures" in text
+
+
+def test_the_study_writes_the_tables_compare_reads(trained):
+    """Each of the study's tables has the header `rollout-equality compare` expects (reporting.compare.TABLES), from
+    real checkpoints (the scores) and records (the rest)."""
+    import pandas as pd
+
+    from rollout_equality.reporting.compare import TABLES
+    from rollout_equality.studies.supervision.report import depth_table, head_table, scores_table
+
+    root, _, _ = trained
+    runs = [{"objective": o, "seed": 3} for o in ("init", "supervised", "dino")]
+    scores = scores_table(
+        ["a", "b", "c"],
+        runs,
+        [root / "init", root / "supervised", root / "dino"],
+        root / "train",
+        root / "test",
+        {"k": 5, "temperature": 0.07},
+    )
+    assert scores["n_train"].tolist() == [60] * 3 and scores["knn_accuracy"].between(0, 1).all()
+    records = _records({"supervised": [1.0, 0.5, 0.2], "dino": [1.0, 1.0, 0.9]}).assign(
+        model="m", head=np.nan, fusion="max"
+    )
+    heads = pd.concat([records, records.assign(head=1.0, fusion=None)], ignore_index=True)
+    written = {
+        "supervision_depth": depth_table(records),
+        "supervision_heads": head_table(heads),
+        "supervision_late": late_table(records, 0.5),
+        "supervision_scores": scores,
+    }
+    assert {n: tuple(df.columns) for n, df in written.items()} == {
+        n: t.columns for n, t in TABLES.items() if n.startswith("supervision_")
+    }
+    assert set(written["supervision_heads"]["attention"]) == {"per head", "max"}
