@@ -274,6 +274,16 @@ def sentences(depth: pd.DataFrame, late: pd.DataFrame, scores: pd.DataFrame, lat
         f"The share of the content-token failures at a late layer (normalised depth at least {late_depth:g}): "
         f"{late_text}."
     )
+    spread = content.assign(width=content["seed_high"] - content["seed_low"]).groupby("objective")["width"].max()
+    if (spread > 0).any():
+        widest = (content["ci_high"] - content["ci_low"]).max()
+        parts.append(
+            "The seeds differ more than the pooled Wilson intervals (which count every input-layer pair as an "
+            f"independent trial, at most {100 * widest:.0f} points wide) suggest: at one layer, the seeds' own rates "
+            "span up to "
+            + "; ".join(f"{100 * spread[o]:.0f} points ({LABELS[o]})" for o in ORDER if o in spread.index)
+            + "."
+        )
     if {"supervised", "dino"} <= set(overall.index):
         sup, ssl = content[content["objective"] == "supervised"], content[content["objective"] == "dino"]
         lower_late = (
