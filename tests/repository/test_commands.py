@@ -90,6 +90,7 @@ class How:
 OFFLINE_SUITE = "the offline suite takes more than a minute (README, Targets)"
 NETWORK = "it downloads from the hub and OpenML"
 INSTALL = "it installs (minutes, from the package index)"
+SUPERVISION = "it trains six small ViTs and measures nine (minutes; the tiny study runs in tests/workflow)"
 HUB = "the hub is unreachable here: a replica of the repository, served by a local mirror"
 REHEARSAL = (
     "it asks the hub and OpenML: run as written against replicas served by a local mirror "
@@ -182,6 +183,7 @@ COMMANDS: dict[str, How] = {
     # docs/dynamics.md, docs/results.md, config.yaml, the Snakefile
     ".venv/bin/snakemake --cores 2 dynamics_offline": How("dry", "the full-size random ALBERT takes minutes"),
     ".venv/bin/snakemake --cores 2 dynamics": How("dry", NETWORK),
+    "snakemake --cores 2 supervision_offline": How("dry", SUPERVISION),
     "snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
     "snakemake --cores N all --configfile overlays/ftt_ablation.yaml": How(
         "dry", NETWORK, runs=("snakemake --cores 2 all --configfile overlays/ftt_ablation.yaml",)

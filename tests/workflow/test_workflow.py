@@ -917,3 +917,44 @@ def test_offline_per_head_records_tables_and_figure(run_a):
     assert (mean["rate_x"] == mean["rate_y"]).all()  # mean is the head-averaged records' rate
     assert set(pd.read_csv(a / "results/tables/offline/head_agreement.csv")["pairs"]) == {3 * 6, 3 * 2, 3 * 12, 10 * 3}
     assert (a / "paper/figures/offline/heads.png").stat().st_size > 5000
+
+
+@pytest.mark.slow
+def test_supervision_offline_trains_measures_and_reports_the_tiny_study(tmp_path):
+    """The tiny supervision study end to end (one epoch of each objective on 200 digits, one seed, 40 test digits):
+    the real training, preparation, measuring and report; `rollout-equality compare` reads its tables folder."""
+    from rollout_equality.reporting.compare import compare
+
+    res = snakemake(tmp_path, "--cores", "2", "supervision_offline", config=TINY)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    tables = tmp_path / "results/tables/supervision"
+    scores = pd.read_csv(tables / "supervision_scores.csv")
+    assert scores["objective"].tolist() == ["init", "supervised", "dino"]
+    assert (scores["n_train"] == 200).all() and (scores["n_test"] == 40).all()
+    assert scores["knn_accuracy"].between(0, 1).all() and scores["test_accuracy"].notna().tolist() == [
+        False,
+        True,
+        False,
+    ]
+    depth = pd.read_csv(tables / "supervision_depth.csv")
+    assert len(depth) == 3 * 2 * 6 and (depth["pairs"] == 40).all()  # objectives × token sets × layers
+    heads = pd.read_csv(tables / "supervision_heads.csv")
+    assert set(heads["attention"]) == {"per head", "max", "min"}
+    assert (heads.loc[heads["attention"] == "per head", "pairs"] == 40 * 4).all()  # 4 heads
+    checkpoints = pd.read_csv(tables / "supervision_checkpoints.csv")
+    assert set(checkpoints["file"]) == {"config.json", "model.safetensors", "training.json"}
+    assert len(checkpoints) == 9 and checkpoints["sha256"].str.fullmatch("[0-9a-f]{64}").all()
+    info = json.loads((tmp_path / "resources/models/supervision_dino_s0/model.json").read_text())
+    assert info["source"] == "local" and "training.json" in info["files"]
+    assert (tmp_path / "results/records/supervision_dino_s0/digits_test.heads.parquet").is_file()
+    result = compare(tables, tables)
+    assert result.status() == 0 and {row.table for row in result.rows} >= {
+        "model_rates",
+        "depth_rates",
+        "supervision_depth",
+        "supervision_heads",
+        "supervision_late",
+        "supervision_scores",
+    }
+    assert (tmp_path / "paper/figures/supervision/depth.png").stat().st_size > 5000
+    assert "the paper's contrast" in (tables / "sentences.md").read_text().lower()

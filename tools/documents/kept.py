@@ -1,7 +1,7 @@
 """Where the documents and the outputs they are filled from are kept, and ``--copy``: bringing a run's outputs there.
 
 docs/offline/ keeps the files of a run of each target of :data:`COPIED` with the default config (the offline suite,
-the offline dynamics study) and one table of that run's snakemake benchmarks; docs/ftt_ablation/ keeps the recipe
+the offline dynamics study, the supervision study: its tables, figure and the SHA-256 of every checkpoint) and one table of that run's snakemake benchmarks; docs/ftt_ablation/ keeps the recipe
 ablation's tables. The documents read only these, config.yaml and the libraries, never results/.
 """
 
@@ -46,6 +46,13 @@ COPIED = {  # target -> {path under docs/offline/: the file of a run of that tar
         "dynamics/albert_steps.csv": paths.ALBERT_REPORT["steps"],
         "dynamics/albert.json": paths.ALBERT_INFO,
     },
+    "supervision_offline": {
+        **{
+            f"supervision/{Path(path).name}": path
+            for key, path in paths.SUPERVISION_REPORT.items()
+            if path.endswith(".csv") or key == "png"
+        },
+    },
 }
 BENCHMARKS = {  # target -> {its rules' benchmark files under results/benchmarks/, as the rules name them: whose runs}
     "offline": {
@@ -54,12 +61,24 @@ BENCHMARKS = {  # target -> {its rules' benchmark files under results/benchmarks
         "train_ftt/{tabular}/seed{seed}.tsv": "tables",
     },
     "dynamics_offline": {"simulate_dynamics.tsv": "one", "unroll_albert/{model}/{dataset}.tsv": "albert"},
+    "supervision_offline": {
+        "init_supervision/seed{seed}.tsv": "supervision_seeds",
+        "train_supervision/{objective}/seed{seed}.tsv": "supervision_trained",
+        "measure/{model}/{dataset}.tsv": "supervision_experiments",
+    },
 }
 SHARED = 1.5
 """A step whose wall time exceeds its CPU time by this factor (and by :data:`SHARED_MIN_S` at least) waited for cores."""
 SHARED_MIN_S = 5.0
-BENCHMARK_CSV = {"offline": "benchmarks.csv", "dynamics_offline": "dynamics/benchmarks.csv"}  # under docs/offline/
+BENCHMARK_CSV = {
+    "offline": "benchmarks.csv",
+    "dynamics_offline": "dynamics/benchmarks.csv",
+    "supervision_offline": "supervision/benchmarks.csv",
+}  # under docs/offline/
 ENVIRONMENT = "environment.json"  # under docs/offline/: the machine and the lock of the last --copy
+ENVIRONMENTS = {"supervision_offline": "supervision/environment.json"}
+"""Targets whose kept outputs record their own machine (under docs/offline/), apart from :data:`ENVIRONMENT`: a study
+kept on another machine than the offline suite must not relabel the suite's outputs."""
 
 
 def read_config() -> dict:
@@ -86,6 +105,18 @@ def _wildcards(config: dict, runs: str) -> list[dict]:
             for t in tabular["suites"].get(KEPT_SUITE, [])
             for seed in tabular["datasets"][t].get("seeds", tabular["seeds"])
         ]
+    if runs.startswith("supervision_"):
+        from rollout_equality.config.load import validated
+        from rollout_equality.config.supervision import model_name
+        from rollout_equality.config.supervision import runs as study_runs
+
+        section = validated(config)["supervision"]
+        every = [{"objective": o, "seed": s} for o, s in study_runs(section)]
+        if runs == "supervision_seeds":
+            return [{"seed": s} for s in section["seeds"]]
+        if runs == "supervision_trained":
+            return [r for r in every if r["objective"] != "init"]
+        return [{"model": model_name(**r), "dataset": section["test_data"]} for r in every]
     if runs == "albert":
         albert = config["dynamics"]["albert"]["suites"][KEPT_SUITE]
         return [{"model": albert["model"], "dataset": albert["dataset"]}]
@@ -131,7 +162,7 @@ def copy_kept(target: str, source: Path, offline: Path = OFFLINE) -> None:
     table = offline / BENCHMARK_CSV[target]
     pd.DataFrame(rows).to_csv(table, index=False, float_format="%.2f", lineterminator="\n")
     print(f"{len(rows)} benchmarks -> {table}")
-    write_environment(offline / ENVIRONMENT)
+    write_environment(offline / ENVIRONMENTS.get(target, ENVIRONMENT))
 
 
 def shared_steps(rows: list[dict]) -> list[str]:

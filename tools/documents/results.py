@@ -53,7 +53,7 @@ def results_values() -> dict[str, str]:
     photo_r = {(m, t): x for (m, d, t), x in r.items() if d == photos}
     r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the image controls' photographs
     verdicts = offline_claims()
-    v: dict[str, str] = {"heads_section": heads_section()}
+    v: dict[str, str] = {"heads_section": heads_section(), **supervision_values()}
     v["kept_cpu"] = json.loads((OFFLINE / ENVIRONMENT).read_text())["cpu"]
     for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", photos)):
         v[key] = str(int(rates.loc[rates["dataset"] == dataset, "inputs"].max()))
@@ -394,4 +394,36 @@ def readme_values() -> dict[str, str]:
         "dynamics_offline_time": minutes(benchmark_seconds("dynamics_offline")),
         "offline_photos": str(int(photos.iloc[0])),
         "imagenet_photos": str(int(imagenet.iloc[0])),
+    }
+
+
+def supervision_values() -> dict[str, str]:
+    """The supervision study's section: its setting (config.yaml and the schema's defaults), the sentences the study's
+    own report writes (:func:`rollout_equality.studies.supervision.report.sentences`) from its tables kept in
+    docs/offline/supervision/, and the summed time of its steps."""
+    from rollout_equality.studies.supervision.report import sentences
+
+    kept = OFFLINE / "supervision"
+    depth = pd.read_csv(kept / "supervision_depth.csv")
+    late = pd.read_csv(kept / "supervision_late.csv")
+    scores = pd.read_csv(kept / "supervision_scores.csv")
+    section = load_config()["supervision"]
+    vit, training = section["vit"]["kwargs"], section["training"]
+    side, patch = vit["img_size"], vit["patch_size"]
+    return {
+        "sup_sentences": sentences(depth, late, scores, section["late_depth"]).strip(),
+        "sup_seeds": str(len(section["seeds"])),
+        "sup_train": f"{int(scores['n_train'].iloc[0]):,}",
+        "sup_test": f"{int(scores['n_test'].iloc[0]):,}",
+        "sup_vit": (
+            f"patch {patch} on {side} × {side} ({(side // patch) ** 2} patches and CLS), depth {vit['depth']}, "
+            f"width {vit['embed_dim']}, {vit['num_heads']} heads"
+        ),
+        "sup_epochs": str(training["epochs"]),
+        "sup_views": (
+            f"{training['dino']['views']} global views seen by both and {training['dino']['local_views']} zoomed-in "
+            "local views seen by the student"
+        ),
+        "sup_batch": str(training["batch_size"]),
+        "sup_cpu": minutes(float(pd.read_csv(kept / "benchmarks.csv")["cpu_time"].sum())),
     }

@@ -29,11 +29,25 @@ from rollout_equality.config.checks import (
     suite_analyses,
 )
 from rollout_equality.acquire.sources import needs_network, suite_sources
+from rollout_equality.config.supervision import model_name as supervision_model
+from rollout_equality.config.supervision import runs as supervision_runs
+from rollout_equality.config.supervision import study_models
 
 min_version("9.0")
 
 
 config.update(validated(config))  # rollout_equality.config.load: the schema's defaults in, references checked
+
+# The supervision study's models (rollout_equality.config.supervision): each a local timm checkpoint, prepared and
+# measured as the config's own models are.
+SUPERVISION = config["supervision"]
+SUPERVISION_MODELS = study_models(config)
+config["models"].update(SUPERVISION_MODELS)
+SUPERVISION_RUNS = [{"objective": o, "seed": s} for o, s in supervision_runs(SUPERVISION)]
+SUPERVISION_EXPERIMENTS = [
+    {"model": supervision_model(r["objective"], r["seed"]), "dataset": SUPERVISION["test_data"]}
+    for r in SUPERVISION_RUNS
+]
 
 
 MODELS = config["models"]
@@ -118,6 +132,9 @@ from rollout_equality.config.paths import (
     SUITE_FIGURES,
     SUITE_TABLES,
     SUMMARY,
+    SUPERVISION_CHECKPOINT,
+    SUPERVISION_FILES,
+    SUPERVISION_REPORT,
     TABLE_DATA,
     TABLE_MANIFEST,
     TABLE_NAMES,
@@ -253,6 +270,26 @@ def download_targets(suite):
     targets = [MODEL_INFO.format(model=m) for m in sources["models"]]
     targets += [DATA_MANIFEST.format(dataset=d) for d in sources["datasets"]]
     return targets + [TABLE_RAW.format(tabular=t) for t in sources["tables"]]
+
+
+def model_source(name):
+    """What preparing model ``name`` waits for: the preflight for a network source, a study model's checkpoint."""
+    if name in SUPERVISION_MODELS:
+        return [SUPERVISION_FILES["info"].format(**r) for r in SUPERVISION_RUNS if supervision_model(**r) == name]
+    return source_check("models", name)
+
+
+def experiment_analysis(model, dataset):
+    """``{per_head, fusions}`` of an experiment: the supervision study's own for its models, else as the suites
+    resolve it (rollout_equality.config.checks.run_analysis)."""
+    if model in SUPERVISION_MODELS:
+        return dict(SUPERVISION["analysis"])
+    return run_analysis(config, model, dataset)
+
+
+def supervision_targets():
+    """The supervision study's report (tables, figure, sentences), and each experiment's per-layer summary."""
+    return list(SUPERVISION_REPORT.values()) + [SUMMARY.format(**e) for e in SUPERVISION_EXPERIMENTS]
 
 
 def source_check(kind, name):

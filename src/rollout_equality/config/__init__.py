@@ -8,7 +8,8 @@
 * :mod:`.paths` — every output path template and each rule's output keys, and the form of a Snakemake command the
   library shows (:func:`.paths.snakemake_command`);
 * :mod:`.profiles` — what a Snakemake command line asks for, checked before any job: the site profile made from
-  profiles/slurm, a profile left with a placeholder refused, the executor, a target that names nothing.
+  profiles/slurm, a profile left with a placeholder refused, the executor, a target that names nothing;
+* :mod:`.supervision` — the supervision study's models and experiments, derived from its section.
 
 The lowest stage: imports nothing else of the library.
 """

@@ -16,6 +16,9 @@ from rollout_equality.config.schema import default
 
 def check_references(config: dict[str, Any]) -> None:
     """Raise ``ValueError`` naming the first experiment, table or ALBERT run that refers to nothing valid."""
+    from rollout_equality.config.supervision import check_supervision
+
+    check_supervision(config)
     models, datasets = config["models"], config["datasets"]
 
     def experiment(where: str, exp: dict[str, str], modality: str | None = None) -> None:

@@ -174,3 +174,26 @@ ALBERT_REPORT = {  # what report_albert writes
 def in_paper(path: str) -> str:
     """``path`` (under paper/) as main.tex's ``\\input`` / ``\\includegraphics`` name it: relative, no suffix."""
     return str(PurePosixPath(path).relative_to(PAPER).with_suffix(""))
+
+
+# --- the supervision study -----------------------------------------------------------------------------
+SUPERVISION_CHECKPOINT = f"{RESULTS}/supervision/checkpoints/{{objective}}/seed{{seed}}"
+"""A checkpoint folder of the supervision study: ``objective`` is ``init`` (the seed's untrained initialisation, the
+control) or a training objective."""
+SUPERVISION_FILES = {
+    key: f"{SUPERVISION_CHECKPOINT}/{name}"
+    for key, name in (("config", "config.json"), ("weights", "model.safetensors"), ("info", "training.json"))
+}
+"""What a checkpoint folder holds (rollout_equality.studies.supervision.train)."""
+SUPERVISION_REPORT = {  # what report_supervision writes (rollout_equality.studies.supervision.report)
+    **{
+        name: f"{RESULTS}/tables/supervision/{name}.csv"
+        for name in ("model_rates", "depth_rates", "supervision_depth", "supervision_late", "supervision_scores")
+    },
+    "heads": f"{RESULTS}/tables/supervision/supervision_heads.csv",
+    "checkpoints": f"{RESULTS}/tables/supervision/supervision_checkpoints.csv",
+    "html": f"{RESULTS}/tables/supervision/supervision.html",
+    "sentences": f"{RESULTS}/tables/supervision/sentences.md",
+    "pdf": f"{PAPER}/figures/supervision/depth.pdf",
+    "png": f"{PAPER}/figures/supervision/depth.png",
+}

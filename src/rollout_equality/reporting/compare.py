@@ -92,6 +92,7 @@ class Table:
 _RATE = (Proportion("rate", "pairs", successes="holds"), Proportion("agreement", "pairs", share="agreement"))
 _MEDIANS = ("kappa_rollout", "product_kappa_half", "product_bound")
 _WILSON = ("inputs", "pairs", "holds", "rate", "ci_low", "ci_high", "agreement")
+_STUDY_DEPTH = ("layer", "depth", "seeds", "pairs", "holds", "rate", "ci_low", "ci_high", "seed_low", "seed_high")
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -136,6 +137,39 @@ TABLES: dict[str, Table] = {
             continuous=("test", "best_epoch", "epochs"),
             spread_group=("dataset",),
             spread_pool=("metric",),
+            seed="seed",
+        ),
+        Table(  # the supervision study's (rollout_equality.studies.supervision.report): seeds pooled per objective
+            "supervision_depth",
+            key=("objective", "token_set", "layer"),
+            columns=("objective", "token_set", *_STUDY_DEPTH),
+            same=("depth", "seeds", "pairs"),
+            proportions=(Proportion("rate", "pairs", successes="holds"),),
+        ),
+        Table(
+            "supervision_heads",
+            key=("objective", "token_set", "attention", "layer"),
+            columns=("objective", "token_set", "attention", *_STUDY_DEPTH),
+            same=("depth", "seeds", "pairs"),
+            proportions=(Proportion("rate", "pairs", successes="holds"),),
+        ),
+        Table(
+            "supervision_late",
+            key=("objective", "token_set"),
+            columns=("objective", "token_set", "pairs", "failures", "late_failures", "share", "ci_low", "ci_high"),
+            same=("pairs",),
+            proportions=(
+                Proportion("rate", "pairs", successes="failures"),
+                Proportion("share", "failures", successes="late_failures"),
+            ),
+        ),
+        Table(
+            "supervision_scores",
+            key=("model",),
+            columns=("model", "objective", "seed", "n_train", "n_test", "epochs", "test_accuracy", "knn_accuracy"),
+            same=("objective", "seed", "n_train", "n_test", "epochs"),
+            continuous=("test_accuracy", "knn_accuracy"),
+            spread_group=("objective",),
             seed="seed",
         ),
         Table(

