@@ -155,7 +155,9 @@ def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path):
     for step in steps.itertuples():
         path = run / "results" / "benchmarks" / f"{step.step}.tsv"
         path.parent.mkdir(parents=True, exist_ok=True)
-        cpu = max(step.cpu_time, step.s)  # a step that had the machine to itself (kept runs older than the check waited)
+        cpu = max(
+            step.cpu_time, step.s
+        )  # a step that had the machine to itself (kept runs older than the check waited)
         path.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{step.s}\t0:00:00\t{step.max_rss}\t{cpu}\n")
     kept.copy_kept(target, run, offline)
     for name in kept.COPIED[target]:
