@@ -18,13 +18,19 @@ def readme_commands() -> list[str]:
 
 
 def test_quick_start_installs_shows_a_result_runs_the_offline_suite_and_ci_runs_its_test_command():
-    """Quick start: install, the tiny run, the offline suite, the tests, the check against the kept run; CI runs the
-    tests as written, and the first command is their install (what each command does is tests/repository/test_commands.py's)."""
-    commands = readme_commands()
-    assert len(commands) == 5 and all("\n" not in c for c in commands)
-    install, tiny, offline, install_and_test, compare = commands
+    """Quick start: clone and install, the tiny run, the offline suite and the check against the kept run, one's own
+    model; Tests: CI runs the tests as written, and their install is the Quick start's (what each command does is
+    tests/repository/test_commands.py's)."""
+    clone_and_install, tiny, offline_and_compare, own_model = readme_commands()
+    clone, install = clone_and_install.splitlines()
+    assert clone.startswith("git clone ") and "cd rollout-equality" in clone
+    offline, compare = offline_and_compare.splitlines()
     assert " compare docs/offline results/tables/offline" in compare  # the run checked against the kept one
     assert "--configfile .test/config.yaml --directory tiny" in tiny and offline.endswith("snakemake --cores 2 offline")
+    assert own_model.startswith("rollout-equality measure --model ")
+    text = (REPO / "README.md").read_text()
+    tests = text.split("## Tests", 1)[1].split("\n## ", 1)[0]
+    (install_and_test,) = [block.strip() for block in re.findall(r"```bash\n(.*?)```", tests, flags=re.S)]
     assert install_and_test.endswith(" && .venv/bin/pytest")
     assert install_and_test.removesuffix(" && .venv/bin/pytest") == install  # the lock holds the test tools too
     assert ci_runs(install_and_test)

@@ -8,9 +8,9 @@ typed by hand.
                                                     # kept.COPIED: the offline suite, the offline dynamics study)
 
 * ``docs/configuration.md``: every key of ``src/rollout_equality/config/config.schema.yaml`` (:mod:`.configuration`).
-* ``docs/results.md``, ``docs/dynamics.md``, ``README.md``, ``docs/reproducing-the-paper.md`` and
-  ``docs/outputs.md``: the templates ``docs/results.in.md``, ``docs/dynamics.in.md``, ``README.in.md``,
-  ``docs/reproducing-the-paper.in.md`` and ``docs/outputs.in.md`` with every ``{name}`` filled in (:mod:`.fill`)
+* ``docs/results.md``, ``docs/dynamics.md``, ``README.md``, ``docs/targets.md``, ``docs/reproducing-the-paper.md``
+  and ``docs/outputs.md``: the templates ``docs/results.in.md``, ``docs/dynamics.in.md``, ``README.in.md``,
+  ``docs/targets.in.md``, ``docs/reproducing-the-paper.in.md`` and ``docs/outputs.in.md`` with every ``{name}`` filled in (:mod:`.fill`)
   by the values of :mod:`.results`, :mod:`.dynamics`, :mod:`.reproducing` and :mod:`.outputs`, computed from the outputs kept in docs/offline/ and docs/ftt_ablation/ (:mod:`.kept`),
   config.yaml and the libraries.
 
@@ -33,6 +33,7 @@ TEMPLATES: dict[str, tuple[str, Callable[[], dict[str, str]]]] = {
     "results.md": ("results.in.md", results.results_values),
     "dynamics.md": ("dynamics.in.md", dynamics.dynamics_values),
     "../README.md": ("../README.in.md", results.readme_values),
+    "targets.md": ("targets.in.md", results.readme_values),
     "reproducing-the-paper.md": ("reproducing-the-paper.in.md", reproducing.reproducing_values),
     "outputs.md": ("outputs.in.md", outputs.outputs_values),
 }

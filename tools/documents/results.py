@@ -362,38 +362,15 @@ def offline_claims() -> pd.DataFrame:
     ).fillna("")
 
 
-def claims_glance_md() -> str:
-    """One line per claim of the offline claims table: the claimed range and what the offline suite says."""
-    claims = offline_claims()
-    lines = ["| claim | paper | offline suite |", "| --- | --- | --- |"]
-    for text, rows in claims.groupby("claim", sort=False):
-        run = rows[rows["status"] != "not run"]
-        models = run["subject"].str.split(" on ").str[0]
-        # a model by its name; one measured on several data sets by its name and data set
-        names = [
-            s.removesuffix(" (out of sample)") if (models == m).sum() > 1 else m for s, m in zip(run["subject"], models)
-        ]
-        said = "; ".join(f"{name}: {r.ours} ({r.status})" for name, r in zip(names, run.itertuples()))
-        if len(run) < len(rows):
-            said += ("; " if said else "") + f"{len(rows) - len(run)} not run"
-        lines.append(f"| {cell(text)} | {cell(rows['paper'].iloc[0])} | {cell(said)} |")
-    return "\n".join(lines)
-
-
 def readme_values() -> dict[str, str]:
-    """Every ``{name}`` of README.in.md: the claims at a glance, the kept runs' times, the offline photographs, the
-    tiny run's command and rules (:mod:`.tiny`)."""
-    rates = pd.read_csv(OFFLINE / "model_rates.csv")
-    photos = rates.loc[rates["dataset"] == "offline_photos", "inputs"]
-    imagenet = rates.loc[rates["dataset"] == "imagenet_photos", "inputs"]
+    """Every ``{name}`` of README.in.md and docs/targets.in.md: the kept runs' times and machine, the tiny run's
+    command (:mod:`.tiny`)."""
     from tools.documents import tiny
 
     return tiny.values() | {
-        "claims_glance": claims_glance_md(),
         "offline_time": minutes(benchmark_seconds("offline")),
         "dynamics_offline_time": minutes(benchmark_seconds("dynamics_offline")),
-        "offline_photos": str(int(photos.iloc[0])),
-        "imagenet_photos": str(int(imagenet.iloc[0])),
+        "kept_cpu": json.loads((OFFLINE / ENVIRONMENT).read_text())["cpu"],
     }
 
 
