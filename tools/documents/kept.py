@@ -207,3 +207,8 @@ def _benchmark(path: Path) -> dict[str, float]:
 def benchmark_seconds(target: str) -> float:
     """The summed wall time (s) of the benchmarked steps of ``target``'s kept run (``benchmarks.csv``)."""
     return float(pd.read_csv(OFFLINE / BENCHMARK_CSV[target])["s"].sum())
+
+
+def benchmark_cpu_seconds(target: str) -> float:
+    """The summed CPU time (s) of the benchmarked steps of ``target``'s kept run (``benchmarks.csv``)."""
+    return float(pd.read_csv(OFFLINE / BENCHMARK_CSV[target])["cpu_time"].sum())

@@ -11,7 +11,15 @@ import pandas as pd
 from rollout_equality.condition.heads import FUSIONS
 from rollout_equality.config.checks import model_kinds
 from rollout_equality.config.paths import HEAD_TABLES
-from tools.documents.kept import ABLATION, ENVIRONMENT, OFFLINE, benchmark_seconds, load_config, read_config
+from tools.documents.kept import (
+    ABLATION,
+    ENVIRONMENT,
+    OFFLINE,
+    benchmark_cpu_seconds,
+    benchmark_seconds,
+    load_config,
+    read_config,
+)
 from tools.documents.wording import (
     against,
     and_,
@@ -371,6 +379,8 @@ def readme_values() -> dict[str, str]:
         "offline_time": minutes(benchmark_seconds("offline")),
         "dynamics_offline_time": minutes(benchmark_seconds("dynamics_offline")),
         "kept_cpu": json.loads((OFFLINE / ENVIRONMENT).read_text())["cpu"],
+        "supervision_offline_time": minutes(benchmark_cpu_seconds("supervision_offline"))
+        + " of CPU time (its kept run shared the machine: wall times not kept)",
     }
 
 
