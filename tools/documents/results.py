@@ -380,7 +380,7 @@ def readme_values() -> dict[str, str]:
         "dynamics_offline_time": minutes(benchmark_seconds("dynamics_offline")),
         "kept_cpu": json.loads((OFFLINE / ENVIRONMENT).read_text())["cpu"],
         "supervision_offline_time": minutes(benchmark_cpu_seconds("supervision_offline"))
-        + " of CPU time (its kept run shared the machine: wall times not kept)",
+        + " of CPU time (its kept run shared the machine, so its wall times overstate the time)",
     }
 
 
