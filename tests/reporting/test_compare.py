@@ -321,3 +321,20 @@ def test_read_tables_names_a_duplicated_key(tmp_path):
     write(pd.concat([rates, rates.iloc[:1]]), kept, "model_rates")
     with pytest.raises(BadTables, match="model_rates.csv: 2 rows share a key"):
         compare(kept, kept)
+
+
+def test_the_seed_spread_leaves_out_rows_without_the_value():
+    """A table whose column is empty for some rows (the supervision study's test accuracy: only the supervised models
+    have a classifier) pools the spread of the rows that have it."""
+    from rollout_equality.reporting.compare import seed_spread
+
+    table = TABLES["supervision_scores"]
+    frame = pd.DataFrame(
+        {
+            "objective": ["supervised"] * 3 + ["dino"] * 3,
+            "test_accuracy": ["0.95", "0.96", "0.97", "", "", ""],
+            "_seed": ["0", "1", "2"] * 2,
+        }
+    )
+    s, df = seed_spread(table, "test_accuracy", [frame], ())
+    assert df == 2 and s == pytest.approx(0.01)

@@ -948,7 +948,7 @@ def test_supervision_offline_trains_measures_and_reports_the_tiny_study(tmp_path
     assert info["source"] == "local" and "training.json" in info["files"]
     assert (tmp_path / "results/records/supervision_dino_s0/digits_test.heads.parquet").is_file()
     result = compare(tables, tables)
-    assert result.status() == 0 and {row.table for row in result.rows} >= {
+    assert result.status == 0 and {row.table for row in result.rows} >= {
         "model_rates",
         "depth_rates",
         "supervision_depth",

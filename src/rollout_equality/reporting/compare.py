@@ -359,6 +359,7 @@ def seed_spread(table: Table, column: str, frames: Sequence[pd.DataFrame], pool:
             sel = sel[sel[col] == value]
         for _, g in sel.groupby(list(table.spread_group)):
             x = g[column].map(_number).to_numpy()
+            x = x[~np.isnan(x)]  # a row without the value (e.g. a test accuracy of a model without a classifier)
             if len(x) >= 2:
                 ss += float(((x - x.mean()) ** 2).sum())
                 df_ += len(x) - 1
