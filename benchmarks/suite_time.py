@@ -3,13 +3,15 @@ of two commits run one after the other on this machine.
 
     python benchmarks/suite_time.py --base d9e615e [--head HEAD] [--target offline] [--cores 2] [--work DIR]
     python benchmarks/suite_time.py --repeats 3 [--head HEAD] [--tiny]      # the median of 3 runs of one commit
+    python benchmarks/suite_time.py --repeats 3 --out docs/offline/times/offline.txt   # a time README states
 
 For each commit (the base first, then the head): a fresh clone of this repository at that commit, then
 `snakemake --cores N TARGET` in it with this environment's Python (the environment is installed once, before:
 what the clones share), timed end to end; `--tiny` runs README's tiny run instead (the tiny configuration in a
 folder of its own, its targets). Snakemake's log gives each job's start and end (to the second): the
 time before the first job (Snakemake's start: parsing, the DAG), each rule's summed job time, and the time in which
-no job ran. Prints both runs side by side and head/base. Absolute times move from machine to machine; the ratio,
+no job ran; the CPU time of Snakemake and every job (divided by the cores: the least wall time the work allows).
+Prints both runs side by side and head/base. Absolute times move from machine to machine; the ratio,
 measured on one machine, holds. Run it while nothing else runs (the 1-minute load average is printed before and
 after each run). A measurement script, not a test.
 """
@@ -17,8 +19,10 @@ after each run). A measurement script, not a test.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -73,6 +77,7 @@ def run(commit: str, target: list[str], cores: int, work: Path, extra: list[str]
     subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", commit], check=True)
     load = os.getloadavg()[0]
     began = datetime.now().replace(microsecond=0)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", *extra, "--cores", str(cores), *target],
@@ -82,6 +87,8 @@ def run(commit: str, target: list[str], cores: int, work: Path, extra: list[str]
         env={**os.environ, "PYTHONPATH": str(clone / "src")},  # the clone's library, not the environment's install
     )
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # Snakemake and every job: it waits for each of them
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{commit}: snakemake failed in {clone}:\n{done.stderr[-3000:]}")
     (log,) = sorted(clone.glob("**/.snakemake/log/*.snakemake.log"))[-1:]
@@ -101,6 +108,7 @@ def run(commit: str, target: list[str], cores: int, work: Path, extra: list[str]
             ["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
         ).stdout.strip(),
         "wall": wall,
+        "cpu": cpu,
         "startup": startup,
         "idle": max(0.0, wall - startup - busy),
         "rules": {r: sum((b - a).total_seconds() for a, b in spans) for r, spans in jobs.items()},
@@ -118,7 +126,40 @@ def main(argv=None) -> int:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--work", type=Path, help="where the clones go (default: a temporary folder, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the clones (e.g. for tools.documents --copy)")
+    parser.add_argument(
+        "--out", type=Path, help="also write the report to this file (docs/offline/times/ keeps those README states)"
+    )
     args = parser.parse_args(argv)
+    if args.out is not None:
+        report = _Tee(args.out)
+        try:
+            with contextlib.redirect_stdout(report):
+                return _main(args)
+        finally:
+            report.close()
+    return _main(args)
+
+
+class _Tee:
+    """Standard output, and the report's lines (those printed after the runs) into a file too."""
+
+    def __init__(self, path: Path):
+        self.stdout, self.path, self.lines = sys.stdout, path, []
+
+    def write(self, text: str) -> int:
+        self.lines.append(text)
+        return self.stdout.write(text)
+
+    def flush(self) -> None:
+        self.stdout.flush()
+
+    def close(self) -> None:
+        text = "".join(self.lines)
+        if "end to end" in text:  # a finished measurement, not a failure's message
+            self.path.write_text("".join(line for line in text.splitlines(True) if not line.startswith("the clones:")))
+
+
+def _main(args) -> int:
     extra, target = (TINY, TINY_TARGETS) if args.tiny else ([], args.target)
     what = f"snakemake {' '.join(extra)} --cores {args.cores} {' '.join(target)}"
     tmp = Path(tempfile.mkdtemp(dir=args.work, prefix="suite_time-"))
@@ -131,6 +172,7 @@ def main(argv=None) -> int:
             for r in runs:
                 print(
                     f"end to end {r['wall']:.0f} s (Snakemake's start {r['startup']:.0f} s), "
+                    f"CPU time {r['cpu']:.0f} s, "
                     f"load {r['load'][0]:.1f}/{r['load'][1]:.1f}"
                 )
             print(f"median: {statistics.median(r['wall'] for r in runs):.0f} s")
@@ -150,6 +192,10 @@ def main(argv=None) -> int:
         ratio = f"{b / a:6.2f}" if a else "     –"
         print(f"{'  ' + rule:32} {a:10.0f} {b:10.0f} {ratio}")
     print(f"{'end to end (s)':32} {base['wall']:10.0f} {head['wall']:10.0f} {head['wall'] / base['wall']:6.2f}")
+    print(
+        f"{'CPU time, every process (s)':32} {base['cpu']:10.0f} {head['cpu']:10.0f} {head['cpu'] / base['cpu']:6.2f}"
+    )
+    print(f"{'CPU time / cores (s)':32} {base['cpu'] / args.cores:10.0f} {head['cpu'] / args.cores:10.0f}")
     print(
         f"load average before/after: {base['load'][0]:.1f}/{base['load'][1]:.1f}, {head['load'][0]:.1f}/{head['load'][1]:.1f}"
     )

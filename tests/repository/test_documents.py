@@ -274,3 +274,36 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
     assert f"holds for {trained} of the trained models' and {control} of the untrained controls' (input, layer" in text
     assert "FT-Transformer" not in text.split("forms the same matrices")[1] and "](offline/heads.png)" in text
     assert "% under mean, " in text and "% under min (" in text
+
+
+def test_a_kept_time_is_what_suite_time_printed(tmp_path, monkeypatch):
+    """benchmarks/suite_time.py --out writes the report that README's times are read from (kept.suite_time)."""
+    import importlib.util
+    import sys
+
+    monkeypatch.syspath_prepend(str(kept.REPO / "benchmarks"))  # its _timing helper
+    spec = importlib.util.spec_from_file_location("suite_time", kept.REPO / "benchmarks/suite_time.py")
+    suite_time = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite_time)
+    walls = iter([512.4, 498.0, 530.6])
+    monkeypatch.setattr(
+        suite_time,
+        "run",
+        lambda commit, *a: {"commit": "abc1234", "wall": next(walls), "startup": 1.0, "cpu": 700.0, "load": (0.0, 1.9)},
+    )
+    monkeypatch.setattr(suite_time, "machine", lambda: "Some CPU (family 6, model 1; AVX2), 2 cores, load 0.1")
+    monkeypatch.setattr(sys, "argv", ["suite_time.py"])
+    assert suite_time.main(["--repeats", "3", "--work", str(tmp_path), "--out", str(tmp_path / "offline.txt")]) == 0
+    monkeypatch.setattr(kept, "TIMES", tmp_path)
+    measured = kept.suite_time("offline")
+    assert measured["runs"] == [512.0, 498.0, 531.0] and measured["median"] == 512.0
+    assert (measured["cpu"], measured["cores"], measured["commit"]) == (
+        "Some CPU (family 6, model 1; AVX2)",
+        2,
+        "abc1234",
+    )
+    assert measured["command"] == "snakemake  --cores 2 offline"
+
+    (tmp_path / "tiny.txt").write_text("snakemake failed\n")
+    with pytest.raises(SystemExit, match="tiny.txt is not a report"):
+        kept.suite_time("tiny")

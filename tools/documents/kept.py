@@ -75,6 +75,10 @@ BENCHMARK_CSV = {
     "dynamics_offline": "dynamics/benchmarks.csv",
     "supervision_offline": "supervision/benchmarks.csv",
 }  # under docs/offline/
+TIMES = OFFLINE / "times"
+"""The reports of ``benchmarks/suite_time.py --out`` (end to end from a fresh clone, each run and the median) whose
+times README.md and docs/targets.md state: one file per measured run kind, named as :data:`TIME_REPORTS` says."""
+TIME_REPORTS = {"offline": "offline.txt", "tiny": "tiny.txt", "supervision_offline": "supervision_offline.txt"}
 ENVIRONMENT = "environment.json"  # under docs/offline/: the machine and the lock of the last --copy
 ENVIRONMENTS = {"supervision_offline": "supervision/environment.json"}
 """Targets whose kept outputs record their own machine (under docs/offline/), apart from :data:`ENVIRONMENT`: a study
@@ -202,6 +206,33 @@ def _benchmark(path: Path) -> dict[str, float]:
     """A snakemake benchmark file's wall time, peak memory and CPU time (the mean over its repeats)."""
     table = pd.read_csv(path, sep="\t")
     return {"s": table["s"].mean(), "max_rss": table["max_rss"].mean(), "cpu_time": table["cpu_time"].mean()}
+
+
+def suite_time(kind: str) -> dict:
+    """What a kept ``benchmarks/suite_time.py`` report (:data:`TIME_REPORTS`) measured: the machine, the command, the
+    commit, each run's end-to-end seconds and their median."""
+    import re
+
+    path = TIMES / TIME_REPORTS[kind]
+    text = path.read_text()
+    head = re.search(
+        r"^(?P<cpu>.+?), (?P<cores>\d+) cores, load [\d.]+; (?P<command>.+) from a fresh clone of (?P<commit>\w+), "
+        r"(?P<n>\d+) runs?$",
+        text,
+        re.M,
+    )
+    median = re.search(r"^median: (\d+) s$", text, re.M)
+    walls = [float(w) for w in re.findall(r"^end to end (\d+) s", text, re.M)]
+    if head is None or median is None or len(walls) != int(head["n"]):
+        raise SystemExit(f"{path} is not a report of benchmarks/suite_time.py --repeats N --out (run it again)")
+    return {
+        "cpu": head["cpu"],
+        "cores": int(head["cores"]),
+        "command": head["command"],
+        "commit": head["commit"],
+        "runs": walls,
+        "median": float(median.group(1)),
+    }
 
 
 def benchmark_seconds(target: str) -> float:

@@ -19,6 +19,7 @@ from tools.documents.kept import (
     benchmark_seconds,
     load_config,
     read_config,
+    suite_time,
 )
 from tools.documents.wording import (
     against,
@@ -379,9 +380,27 @@ def readme_values() -> dict[str, str]:
         "offline_time": minutes(benchmark_seconds("offline")),
         "dynamics_offline_time": minutes(benchmark_seconds("dynamics_offline")),
         "kept_cpu": json.loads((OFFLINE / ENVIRONMENT).read_text())["cpu"],
-        "supervision_offline_time": minutes(benchmark_cpu_seconds("supervision_offline"))
-        + " of CPU time (its kept run shared the machine, so its wall times overstate the time)",
+        "supervision_offline_time": (
+            f"{minutes(suite_time('supervision_offline')['median'])} end to end from a fresh clone "
+            f"({measured_runs('supervision_offline')}; docs/offline/times); its steps' CPU time "
+            f"{minutes(benchmark_cpu_seconds('supervision_offline'))} (each trains on one thread, two at once)"
+        ),
+        "tiny_time": f"{suite_time('tiny')['median']:.0f} s",
+        "offline_e2e": f"{suite_time('offline')['median']:.0f} s",
+        "times": (
+            f"{measured_runs('tiny')} each"
+            if measured_runs("tiny") == measured_runs("offline")
+            else f"{measured_runs('tiny')} of the tiny run, {measured_runs('offline')} of the offline suite"
+        )
+        + f", end to end from a fresh clone on a {suite_time('offline')['cores']}-core {suite_time('offline')['cpu']} "
+        "with nothing else running",
     }
+
+
+def measured_runs(kind: str) -> str:
+    """How many runs a kept time (:func:`tools.documents.kept.suite_time`) is from: ``one run``, ``the median of 3 runs``."""
+    n = len(suite_time(kind)["runs"])
+    return "one run" if n == 1 else f"the median of {n} runs"
 
 
 def supervision_values() -> dict[str, str]:
