@@ -7,6 +7,7 @@ ablation's tables. The documents read only these, config.yaml and the libraries,
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -211,8 +212,6 @@ def _benchmark(path: Path) -> dict[str, float]:
 def suite_time(kind: str) -> dict:
     """What a kept ``benchmarks/suite_time.py`` report (:data:`TIME_REPORTS`) measured: the machine, the command, the
     commit, each run's end-to-end seconds and their median."""
-    import re
-
     path = TIMES / TIME_REPORTS[kind]
     text = path.read_text()
     head = re.search(
