@@ -151,7 +151,8 @@ CONDA_RULES = sorted(name for name, paths in RULES.items() if paths["conda"])
 
 
 def test_the_rules_are_found():
-    assert {"measure", "random_baseline", "simulate_dynamics", "summarise_ftt_records"} <= set(CONDA_RULES)
+    # report_sources: a `use rule`, its conda: inherited
+    assert {"measure", "random_baseline", "simulate_dynamics", "report_sources"} <= set(CONDA_RULES)
     assert all(RULES[name]["script"] for name in CONDA_RULES), "a rule with conda: and no script: (shell?)"
 
 

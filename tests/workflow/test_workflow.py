@@ -699,7 +699,7 @@ def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs):
         assert len(list((workdir / f".snakemake/slurm_logs/rule_{name}").rglob("*.log"))) == len(
             list((workdir / f"results/logs/{name}").rglob("*.log"))
         ), name
-    assert "localrule write_suite_tables:" in out and "localrule summarise_records:" in out, out[-3000:]
+    assert "localrule write_suite_tables:" in out and "localrule prepare_model:" in out, out[-3000:]
     controller = (run.slurm / "slurmctld.log").read_text()
     for job in ids:
         assert f"_job_complete: JobId={job} WEXITSTATUS 0" in controller

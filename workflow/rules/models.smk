@@ -1,13 +1,10 @@
 # Downloads and data preparation need the network (hub sources) but little compute:
-# they run on the submitting host, never on cluster compute nodes; so do the per-layer
-# summaries of the records (seconds of work, read by the tables).
+# they run on the submitting host, never on cluster compute nodes.
 localrules:
     check_network_sources,
     report_sources,
     prepare_model,
     prepare_data,
-    summarise_records,
-    summarise_ftt_records,
 
 
 rule check_network_sources:
@@ -77,6 +74,7 @@ rule measure:
         heads=HEADS,
         heads_rollout=HEADS_ROLLOUT,
         dump=DUMP,
+        summary=SUMMARY,  # the records' per-layer rates, by the same process (a Python start less per experiment)
     log:
         log_path("measure/{model}/{dataset}.log"),
     benchmark:
@@ -94,26 +92,3 @@ rule measure:
         inputs=lambda w: run_inputs(config, w.model, w.dataset),
     script:
         "../scripts/measure.py"
-
-
-rule summarise_records:
-    """Per-layer rates of one model on one data set (content and all tokens)."""
-    input:
-        RECORDS,
-    output:
-        SUMMARY,
-    log:
-        log_path("summarise_records/{model}/{dataset}.log"),
-    conda:
-        "../../envs/workflow.yaml"
-    script:
-        "../scripts/summarise_records.py"
-
-
-use rule summarise_records as summarise_ftt_records with:
-    input:
-        FTT_RECORDS,
-    output:
-        FTT_SUMMARY,
-    log:
-        log_path("summarise_records/ftt/{tabular}/seed{seed}.log"),

@@ -80,6 +80,7 @@ rule measure_ftt:
         rollout=FTT_ROLLOUT,
         heads=FTT_HEADS,
         heads_rollout=FTT_HEADS_ROLLOUT,
+        summary=FTT_SUMMARY,  # the records' per-layer rates, as rule measure writes them
     log:
         log_path("measure_ftt/{tabular}/seed{seed}.log"),
     conda:

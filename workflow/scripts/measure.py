@@ -1,4 +1,5 @@
-"""rule measure → rollout_equality.measure.measure"""
+"""rule measure → rollout_equality.measure.measure, then its records' per-layer rates
+(rollout_equality.reporting.suite_tables.summarise_records)"""
 
 from pathlib import Path
 
@@ -11,6 +12,7 @@ prelude(snakemake.threads, snakemake.params.extraction["code_path"])  # offline,
 from rollout_equality.condition.heads import HeadSettings
 from rollout_equality.config.settings import Condition, Extraction, from_section
 from rollout_equality.measure import measure, read_model_info
+from rollout_equality.reporting.suite_tables import summarise_records
 from rollout_equality.runtime.files import logging_to
 
 with logging_to(snakemake.log[0]):
@@ -29,3 +31,4 @@ with logging_to(snakemake.log[0]):
         heads_rollout_path=snakemake.output.heads_rollout,
         inputs=snakemake.params.inputs,
     )
+    summarise_records(snakemake.output.records, snakemake.output.summary)

@@ -1,4 +1,5 @@
-"""rule measure_ftt → rollout_equality.tabular.ftt.measure_ftt"""
+"""rule measure_ftt → rollout_equality.tabular.ftt.measure_ftt, then its records' per-layer rates
+(rollout_equality.reporting.suite_tables.summarise_records)"""
 
 import _checkout  # noqa: F401  (this checkout's library first)
 
@@ -8,6 +9,7 @@ prelude(snakemake.params.training["threads"], snakemake.params.training["code_pa
 
 from rollout_equality.condition.heads import HeadSettings
 from rollout_equality.config.settings import Condition, from_section
+from rollout_equality.reporting.suite_tables import summarise_records
 from rollout_equality.runtime.device import resolve_device
 from rollout_equality.runtime.files import logging_to
 from rollout_equality.tabular.ftt import measure_ftt
@@ -29,3 +31,4 @@ with logging_to(snakemake.log[0]):
         heads_path=out.heads,
         heads_rollout_path=out.heads_rollout,
     )
+    summarise_records(out.records, out.summary)
