@@ -27,7 +27,7 @@ def prelude_call(script) -> tuple[ast.Call | None, list[str]]:
 SCRIPTED = {name: paths["script"] for name, paths in rules().items() if paths["script"]}
 DOWNLOADS = {"check_network_sources", "report_sources", "prepare_model", "prepare_data", "fetch_table"}
 """The rules that reach the network: local rules (the submitting host has the network), never offline. The other
-local rules (summaries, tables, figures, the paper: seconds of work) go offline as the compute jobs do."""
+local rules (tables, figures, the paper: seconds of work) go offline as the compute jobs do."""
 
 
 @pytest.mark.parametrize("rule", sorted(SCRIPTED))
@@ -118,3 +118,46 @@ def test_the_code_path_is_refused_once_torch_numba_or_the_kernels_have_started_a
 
     with pytest.raises(ValueError, match="code_path must be one of"):
         code_path("sse2")
+
+
+EXIT_PROGRAM = """
+import gc, logging, sys
+gc.disable()  # no collection before the exit's own
+from rollout_equality.runtime.prelude import exit_without_final_sweep
+if sys.argv[1] == "on":
+    exit_without_final_sweep()
+class Cycle:
+    def __del__(self):
+        print("swept", flush=True)
+cycle = Cycle(); cycle.self = cycle; del cycle
+handler = logging.FileHandler(sys.argv[2], mode="w")  # left open: logging's atexit hook flushes and closes it
+logging.getLogger("job").addHandler(handler)
+logging.getLogger("job").warning("written")
+"""
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_job_exits_without_the_collectors_last_sweep_and_keeps_its_log(tmp_path, on):
+    """exit_without_final_sweep (every workflow script calls it through _checkout): at exit the collector sweeps
+    nothing more (an object left in a cycle is not finalised; without the call it is), and the atexit hooks still
+    run (a log handler left open is flushed)."""
+    log = tmp_path / "job.log"
+    args = [sys.executable, "-c", EXIT_PROGRAM, "on" if on else "off", str(log)]
+    done = subprocess.run(args, capture_output=True, text=True, check=True)
+    assert ("swept" in done.stdout) is not on, done.stdout
+    assert log.read_text() == "written\n"
+
+
+def test_every_workflow_script_imports_the_checkout_module_before_the_library():
+    """_checkout sets the path and the exit (above): a script without it would run the installed library and sweep at
+    exit."""
+    for script in sorted(set(SCRIPTED.values())):
+        imported = []
+        for node in ast.parse(script.read_text()).body:
+            if isinstance(node, ast.Import):
+                imported += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                imported.append(node.module)
+        assert "_checkout" in imported, f"{script.name} does not import _checkout"
+        library = [i for i, name in enumerate(imported) if name.startswith("rollout_equality")]
+        assert not library or imported.index("_checkout") < library[0], f"{script.name}: _checkout after the library"

@@ -8,10 +8,15 @@ instead), and the CPU code path is fixed before a library reads it (:mod:`rollou
 
 Call :func:`prelude` first thing in a workflow script, before anything imports numba, huggingface_hub or
 datasets (they read these variables once, at import): ``prelude(snakemake.threads)``.
+
+Every workflow script, local rules included, also exits without the garbage collector's last sweep
+(:func:`exit_without_final_sweep`, called by ``workflow/scripts/_checkout.py``, which each imports first).
 """
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import sys
 
@@ -39,3 +44,16 @@ def prelude(threads: int, code_path_name: str | None = None) -> None:
     os.environ.update({name: str(threads) for name in THREAD_VARIABLES})  # torch starts with OMP_NUM_THREADS
     if "torch" in sys.modules:  # already started: its pool is set directly
         sys.modules["torch"].set_num_threads(threads)
+
+
+def exit_without_final_sweep() -> None:
+    """At this process's exit, freeze what the garbage collector tracks (:func:`gc.freeze`, in an atexit hook), so
+    that Python's shutdown does not sweep the object graphs of torch, transformers and a loaded model once more.
+
+    The sweep only frees memory that the ending process returns anyway; it took 1.5-1.9 s of a job that had
+    built a DINOv2-S (0.3 s without it) and 0.6 s after ``import torch`` alone (0.2 s), measured on the 2-core
+    Intel Xeon: about 1.5 s of every measure job, run one after another. What a job must leave behind is
+    unaffected: its outputs are written and closed (atomically) before it returns, and the atexit hooks run as
+    before (logging's flushes and closes its handlers; weakref finalisers run). Only objects left in reference
+    cycles at exit are not finalised, as a hard exit would leave them."""
+    atexit.register(gc.freeze)
