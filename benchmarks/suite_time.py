@@ -9,8 +9,9 @@ For each commit (the base first, then the head): a fresh clone of this repositor
 `snakemake --cores N TARGET` in it with this environment's Python (the environment is installed once, before:
 what the clones share), timed end to end; `--tiny` runs README's tiny run instead (the tiny configuration in a
 folder of its own, its targets). Snakemake's log gives each job's start and end (to the second): the
-time before the first job (Snakemake's start: parsing, the DAG), each rule's summed job time, and the time in which
-no job ran; the CPU time of Snakemake and every job (divided by the cores: the least wall time the work allows).
+time before the first job (Snakemake's start: parsing, the DAG), each rule's summed job time (measure's split into
+its fixed cost before the first batch and after the last, and the batches: :func:`measure_split`), and the time in
+which no job ran; the CPU time of Snakemake and every job (divided by the cores: the least wall time the work allows).
 Prints both runs side by side and head/base. Absolute times move from machine to machine; the ratio,
 measured on one machine, holds. Run it while nothing else runs (the 1-minute load average is printed before and
 after each run). A measurement script, not a test.
@@ -63,6 +64,53 @@ def job_times(log: str) -> tuple[datetime | None, dict[str, list[tuple[datetime,
     return first, jobs
 
 
+LOGGED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} ")
+JOB_LOG = re.compile(r"^\s+log: (\S+?),?$")
+
+
+def measure_split(log: str, clone: Path) -> dict[str, float]:
+    """Rule measure's summed job time split at its log's lines: before the first batch (the job's start to its
+    ``measuring …`` line: the Python start, the imports, loading or drawing the weights, reading the inputs), the
+    batches (to its last line: forward passes and analysis, the records written) and after the last line (the
+    summaries, the process's exit, Snakemake noticing). Snakemake stamps a job's start and end to the second."""
+    now, rule, job, jobs = None, None, None, []
+    for line in log.splitlines():
+        if m := STAMP.match(line):
+            now = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+        elif m := START.match(line):
+            rule, job = m.group(1), None
+            if rule == "measure":
+                job = {"start": now}
+                jobs.append(job)
+        elif job is not None and (m := JOB_LOG.match(line)):
+            job["log"] = clone / m.group(1)
+        elif (m := JOBID.match(line)) and job is not None:
+            job["id"] = m.group(1)
+            job = None
+        elif m := FINISHED.match(line):
+            for j in jobs:
+                if j.get("id") == m.group(1):
+                    j["end"] = now
+    split = {"before the first batch": 0.0, "the batches": 0.0, "after the last": 0.0}
+    for j in jobs:
+        if "log" not in j or "end" not in j:
+            continue
+        text = j["log"].read_text(errors="replace").replace("\r", "\n")
+        lines = [
+            (datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S"), line)
+            for line in text.splitlines()
+            if (m := LOGGED.match(line))
+        ]
+        first = next((t for t, line in lines if " measuring " in line), None)
+        if first is None:
+            continue
+        last = lines[-1][0]
+        split["before the first batch"] += (first - j["start"]).total_seconds()
+        split["the batches"] += (last - first).total_seconds()
+        split["after the last"] += (j["end"] - last).total_seconds()
+    return split
+
+
 TINY = ["--configfile", ".test/config.yaml", "--directory", "tiny"]
 """README's tiny run (tools/documents/tiny.py states it), less its cores and targets."""
 TINY_TARGETS = ["offline", "dynamics_offline"]
@@ -93,6 +141,7 @@ def run(commit: str, target: list[str], cores: int, work: Path, extra: list[str]
         raise SystemExit(f"{commit}: snakemake failed in {clone}:\n{done.stderr[-3000:]}")
     (log,) = sorted(clone.glob("**/.snakemake/log/*.snakemake.log"))[-1:]
     first, jobs = job_times(log.read_text())
+    split = measure_split(log.read_text(), log.parents[2])  # the log paths are relative to the run's folder
     intervals = sorted(span for spans in jobs.values() for span in spans)
     busy, end = 0.0, None
     for a, b in intervals:  # the union of the jobs' intervals
@@ -112,6 +161,7 @@ def run(commit: str, target: list[str], cores: int, work: Path, extra: list[str]
         "startup": startup,
         "idle": max(0.0, wall - startup - busy),
         "rules": {r: sum((b - a).total_seconds() for a, b in spans) for r, spans in jobs.items()},
+        "measure": split,
         "load": (load, os.getloadavg()[0]),
     }
 
@@ -191,6 +241,11 @@ def _main(args) -> int:
         a, b = base["rules"].get(rule, 0.0), head["rules"].get(rule, 0.0)
         ratio = f"{b / a:6.2f}" if a else "     –"
         print(f"{'  ' + rule:32} {a:10.0f} {b:10.0f} {ratio}")
+        if rule == "measure":  # its fixed cost apart from its work
+            for part in base.get("measure", {}):
+                a, b = base["measure"][part], head["measure"][part]
+                ratio = f"{b / a:6.2f}" if a else "     –"
+                print(f"{'    ' + part:32} {a:10.0f} {b:10.0f} {ratio}")
     print(f"{'end to end (s)':32} {base['wall']:10.0f} {head['wall']:10.0f} {head['wall'] / base['wall']:6.2f}")
     print(
         f"{'CPU time, every process (s)':32} {base['cpu']:10.0f} {head['cpu']:10.0f} {head['cpu'] / base['cpu']:6.2f}"

@@ -307,3 +307,26 @@ def test_a_kept_time_is_what_suite_time_printed(tmp_path, monkeypatch):
     (tmp_path / "tiny.txt").write_text("snakemake failed\n")
     with pytest.raises(SystemExit, match="tiny.txt is not a report"):
         kept.suite_time("tiny")
+
+
+def test_suite_time_splits_measure_at_its_log_lines(tmp_path, monkeypatch):
+    """benchmarks/suite_time.py's measure split: the job's start to its `measuring` line, to its last line, to its end."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(kept.REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("suite_time", kept.REPO / "benchmarks/suite_time.py")
+    suite_time = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite_time)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/m.log").write_text(
+        "2026-12-06 02:07:25,530 INFO x: model 'm': 2 files checked\n"
+        "2026-12-06 02:07:29,753 INFO x: measuring m on d: 8 inputs\n"
+        "m on d: 100%|##| 1/1\r2026-12-06 02:07:50,843 INFO x: m on d: condition holds in 22.4%\n"
+    )
+    log = (
+        "[Sun Dec  6 02:07:24 2026]\nlocalrule prepare_model:\n    log: logs/p.log\n    jobid: 3\n"
+        "[Sun Dec  6 02:07:24 2026]\nrule measure:\n    output: r.parquet\n    log: logs/m.log\n    jobid: 7\n"
+        "[Sun Dec  6 02:07:52 2026]\nFinished jobid: 7 (Rule: measure)\n"
+    )
+    split = suite_time.measure_split(log, tmp_path)
+    assert split == {"before the first batch": 5.0, "the batches": 21.0, "after the last": 2.0}
