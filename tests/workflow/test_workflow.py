@@ -682,7 +682,7 @@ def test_the_html_report_renders_in_a_browser(local_runs, tmp_path):
 @pytest.mark.slow
 def test_slurm_profile_runs_the_offline_suite_like_a_local_run(local_runs):
     """The second run, when it went through profiles/slurm: every compute job was a SLURM job that exited 0, every
-    local rule (downloads, summaries, tables, figures) ran on the submitting host, and every output equals the 2-core
+    local rule (downloads, tables, figures) ran on the submitting host, and every output equals the 2-core
     local run's bytes (compared by the tests above)."""
     run = local_runs[1]
     if run.slurm is None:
