@@ -33,6 +33,7 @@ import time
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from _timing import machine
 
@@ -41,73 +42,66 @@ STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 START = re.compile(r"^(?:local)?rule (\w+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
+JOB_LOG = re.compile(r"^\s+log: (\S+?),?$")
 
 
-def job_times(log: str) -> tuple[datetime | None, dict[str, list[tuple[datetime, datetime]]]]:
-    """From a Snakemake log: the first job's start, and each rule's jobs as (start, end)."""
+class Job(NamedTuple):
+    """One finished job of a Snakemake log: its start and end (to the second) and its log file (None: no log)."""
+
+    start: datetime
+    end: datetime
+    log: str | None
+
+
+def job_times(log: str) -> tuple[datetime | None, dict[str, list[Job]]]:
+    """From a Snakemake log: the first job's start, and each rule's finished jobs."""
     now, rule, started = None, None, {}
-    jobs: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
-    first = None
+    jobs: dict[str, list[Job]] = defaultdict(list)
+    first, job_log = None, None
     for line in log.splitlines():
         if m := STAMP.match(line):
             now = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
         elif m := START.match(line):
-            rule = m.group(1)
+            rule, job_log = m.group(1), None
+        elif (m := JOB_LOG.match(line)) and rule is not None:
+            job_log = m.group(1)
         elif (m := JOBID.match(line)) and rule is not None:
-            started[m.group(1)] = (rule, now)
+            started[m.group(1)] = (rule, now, job_log)
             first = first or now
             rule = None
         elif m := FINISHED.match(line):
-            name, start = started.pop(m.group(1), (m.group(2), None))
+            name, start, job_log = started.pop(m.group(1), (m.group(2), None, None))
             if start is not None:
-                jobs[name].append((start, now))
+                jobs[name].append(Job(start, now, job_log))
     return first, jobs
 
 
 LOGGED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} ")
-JOB_LOG = re.compile(r"^\s+log: (\S+?),?$")
 
 
-def measure_split(log: str, clone: Path) -> dict[str, float]:
-    """Rule measure's summed job time split at its log's lines: before the first batch (the job's start to its
-    ``measuring …`` line: the Python start, the imports, loading or drawing the weights, reading the inputs), the
-    batches (to its last line: forward passes and analysis, the records written) and after the last line (the
-    summaries, the process's exit, Snakemake noticing). Snakemake stamps a job's start and end to the second."""
-    now, rule, job, jobs = None, None, None, []
-    for line in log.splitlines():
-        if m := STAMP.match(line):
-            now = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
-        elif m := START.match(line):
-            rule, job = m.group(1), None
-            if rule == "measure":
-                job = {"start": now}
-                jobs.append(job)
-        elif job is not None and (m := JOB_LOG.match(line)):
-            job["log"] = clone / m.group(1)
-        elif (m := JOBID.match(line)) and job is not None:
-            job["id"] = m.group(1)
-            job = None
-        elif m := FINISHED.match(line):
-            for j in jobs:
-                if j.get("id") == m.group(1):
-                    j["end"] = now
+def measure_split(jobs: list[Job], folder: Path) -> dict[str, float]:
+    """Rule measure's summed job time (its ``jobs`` from :func:`job_times`, their logs relative to ``folder``) split at
+    each job's log lines: before the first batch (the job's start to its ``measuring …`` line: the Python start, the
+    imports, loading or drawing the weights, reading the inputs), the batches (to its last line: forward passes and
+    analysis, the records written) and after the last line (the summaries, the process's exit, Snakemake noticing).
+    Snakemake stamps a job's start and end to the second."""
     split = {"before the first batch": 0.0, "the batches": 0.0, "after the last": 0.0}
-    for j in jobs:
-        if "log" not in j or "end" not in j:
+    for job in jobs:
+        if job.log is None:
             continue
-        text = j["log"].read_text(errors="replace").replace("\r", "\n")
-        lines = [
+        text = (folder / job.log).read_text(errors="replace").replace("\r", "\n")
+        stamped = [
             (datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S"), line)
             for line in text.splitlines()
             if (m := LOGGED.match(line))
         ]
-        first = next((t for t, line in lines if " measuring " in line), None)
+        first = next((t for t, line in stamped if " measuring " in line), None)
         if first is None:
             continue
-        last = lines[-1][0]
-        split["before the first batch"] += (first - j["start"]).total_seconds()
+        split["before the first batch"] += (first - job.start).total_seconds()
+        last = stamped[-1][0]
         split["the batches"] += (last - first).total_seconds()
-        split["after the last"] += (j["end"] - last).total_seconds()
+        split["after the last"] += (job.end - last).total_seconds()
     return split
 
 
@@ -141,8 +135,7 @@ def run(commit: str, target: list[str], cores: int, work: Path, extra: list[str]
         raise SystemExit(f"{commit}: snakemake failed in {clone}:\n{done.stderr[-3000:]}")
     (log,) = sorted(clone.glob("**/.snakemake/log/*.snakemake.log"))[-1:]
     first, jobs = job_times(log.read_text())
-    split = measure_split(log.read_text(), log.parents[2])  # the log paths are relative to the run's folder
-    intervals = sorted(span for spans in jobs.values() for span in spans)
+    intervals = sorted((job.start, job.end) for spans in jobs.values() for job in spans)
     busy, end = 0.0, None
     for a, b in intervals:  # the union of the jobs' intervals
         if end is None or a > end:
@@ -160,8 +153,8 @@ def run(commit: str, target: list[str], cores: int, work: Path, extra: list[str]
         "cpu": cpu,
         "startup": startup,
         "idle": max(0.0, wall - startup - busy),
-        "rules": {r: sum((b - a).total_seconds() for a, b in spans) for r, spans in jobs.items()},
-        "measure": split,
+        "rules": {r: sum((job.end - job.start).total_seconds() for job in spans) for r, spans in jobs.items()},
+        "measure": measure_split(jobs["measure"], log.parents[2]),  # job logs are relative to the run's folder
         "load": (load, os.getloadavg()[0]),
     }
 
@@ -239,13 +232,12 @@ def _main(args) -> int:
         print(f"{label:32} {base[key]:10.0f} {head[key]:10.0f}")
     for rule in sorted(set(base["rules"]) | set(head["rules"]), key=lambda r: -base["rules"].get(r, 0)):
         a, b = base["rules"].get(rule, 0.0), head["rules"].get(rule, 0.0)
-        ratio = f"{b / a:6.2f}" if a else "     –"
-        print(f"{'  ' + rule:32} {a:10.0f} {b:10.0f} {ratio}")
+        rows = [("  " + rule, a, b)]
         if rule == "measure":  # its fixed cost apart from its work
-            for part in base.get("measure", {}):
-                a, b = base["measure"][part], head["measure"][part]
-                ratio = f"{b / a:6.2f}" if a else "     –"
-                print(f"{'    ' + part:32} {a:10.0f} {b:10.0f} {ratio}")
+            rows += [("    " + part, base["measure"][part], head["measure"][part]) for part in base["measure"]]
+        for label, a, b in rows:
+            ratio = f"{b / a:6.2f}" if a else "     –"
+            print(f"{label:32} {a:10.0f} {b:10.0f} {ratio}")
     print(f"{'end to end (s)':32} {base['wall']:10.0f} {head['wall']:10.0f} {head['wall'] / base['wall']:6.2f}")
     print(
         f"{'CPU time, every process (s)':32} {base['cpu']:10.0f} {head['cpu']:10.0f} {head['cpu'] / base['cpu']:6.2f}"

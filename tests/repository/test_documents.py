@@ -328,5 +328,6 @@ def test_suite_time_splits_measure_at_its_log_lines(tmp_path, monkeypatch):
         "[Sun Dec  6 02:07:24 2026]\nrule measure:\n    output: r.parquet\n    log: logs/m.log\n    jobid: 7\n"
         "[Sun Dec  6 02:07:52 2026]\nFinished jobid: 7 (Rule: measure)\n"
     )
-    split = suite_time.measure_split(log, tmp_path)
+    first, jobs = suite_time.job_times(log)
+    split = suite_time.measure_split(jobs["measure"], tmp_path)
     assert split == {"before the first batch": 5.0, "the batches": 21.0, "after the last": 2.0}
