@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -205,13 +205,15 @@ class _Tee:
 def _main(args) -> int:
     extra, target = (TINY, TINY_TARGETS) if args.tiny else ([], args.target)
     what = f"snakemake {' '.join(extra)} --cores {args.cores} {' '.join(target)}"
+    if args.work is not None:
+        args.work.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=args.work, prefix="suite_time-"))
     if args.keep:
         print(f"the clones: {tmp}", flush=True)
     try:
         if args.base is None:
             runs = [run(args.head, target, args.cores, tmp, extra) for _ in range(args.repeats)]
-            print(f"{machine()}; {what} from a fresh clone of {runs[0]['commit']}, {args.repeats} runs")
+            print(f"{machine()}; {what} from a fresh clone of {runs[0]['commit']}, {args.repeats} runs, {date.today()}")
             for r in runs:
                 print(
                     f"end to end {r['wall']:.0f} s (Snakemake's start {r['startup']:.0f} s), "
@@ -225,7 +227,7 @@ def _main(args) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{machine()}; {what} from a fresh clone of each commit")
+    print(f"{machine()}; {what} from a fresh clone of each commit, {date.today()}")
     print(f"{'':32} {base['commit']:>10} {head['commit']:>10}  ratio")
     rows = [("Snakemake's start", "startup"), ("no job running", "idle")]
     for label, key in rows:

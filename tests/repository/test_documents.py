@@ -278,6 +278,7 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
 
 def test_a_kept_time_is_what_suite_time_printed(tmp_path, monkeypatch):
     """benchmarks/suite_time.py --out writes the report that README's times are read from (kept.suite_time)."""
+    import datetime
     import importlib.util
     import sys
 
@@ -293,10 +294,13 @@ def test_a_kept_time_is_what_suite_time_printed(tmp_path, monkeypatch):
     )
     monkeypatch.setattr(suite_time, "machine", lambda: "Some CPU (family 6, model 1; AVX2), 2 cores, load 0.1")
     monkeypatch.setattr(sys, "argv", ["suite_time.py"])
-    assert suite_time.main(["--repeats", "3", "--work", str(tmp_path), "--out", str(tmp_path / "offline.txt")]) == 0
+    work = tmp_path / "clones"  # made by the script
+    assert suite_time.main(["--repeats", "3", "--work", str(work), "--out", str(tmp_path / "offline.txt")]) == 0
+    assert work.is_dir()
     monkeypatch.setattr(kept, "TIMES", tmp_path)
     measured = kept.suite_time("offline")
     assert measured["runs"] == [512.0, 498.0, 531.0] and measured["median"] == 512.0
+    assert measured["date"] == datetime.date.today().isoformat()
     assert (measured["cpu"], measured["cores"], measured["commit"]) == (
         "Some CPU (family 6, model 1; AVX2)",
         2,

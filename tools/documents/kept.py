@@ -211,12 +211,13 @@ def _benchmark(path: Path) -> dict[str, float]:
 
 def suite_time(kind: str) -> dict:
     """What a kept ``benchmarks/suite_time.py`` report (:data:`TIME_REPORTS`) measured: the machine, the command, the
-    commit, each run's end-to-end seconds and their median."""
+    commit, the day it was run (None in a report from before suite_time.py wrote it), each run's end-to-end seconds
+    and their median."""
     path = TIMES / TIME_REPORTS[kind]
     text = path.read_text()
     head = re.search(
         r"^(?P<cpu>.+?), (?P<cores>\d+) cores, load [\d.]+; (?P<command>.+) from a fresh clone of (?P<commit>\w+), "
-        r"(?P<n>\d+) runs?$",
+        r"(?P<n>\d+) runs?(?:, (?P<date>\d{4}-\d\d-\d\d))?$",
         text,
         re.M,
     )
@@ -229,6 +230,7 @@ def suite_time(kind: str) -> dict:
         "cores": int(head["cores"]),
         "command": head["command"],
         "commit": head["commit"],
+        "date": head["date"],  # None in a report written before suite_time.py dated its reports
         "runs": walls,
         "median": float(median.group(1)),
     }
