@@ -387,6 +387,7 @@ def readme_values() -> dict[str, str]:
             f"({measured_runs(times['supervision_offline'])}; docs/offline/times); its steps' CPU time "
             f"{minutes(benchmark_cpu_seconds('supervision_offline'))} (each trains on one thread, two at once)"
         ),
+        "times_date": measured_on(times["tiny"], times["offline"]),
         "tiny_time": f"{times['tiny']['median']:.0f} s",
         "offline_e2e": f"{times['offline']['median']:.0f} s",
         "times": (
@@ -397,6 +398,17 @@ def readme_values() -> dict[str, str]:
         + f", end to end from a fresh clone on a {times['offline']['cores']}-core {times['offline']['cpu']} "
         "with nothing else running",
     }
+
+
+def measured_on(*measured: dict) -> str:
+    """The day the kept times (:func:`tools.documents.kept.suite_time`) were measured, as their reports give it."""
+    days = sorted({m["date"] or "" for m in measured})
+    if "" in days:
+        raise SystemExit(
+            "a kept time report in docs/offline/times/ gives no date: measure it again with "
+            "benchmarks/suite_time.py --repeats 3 --out (its reports are dated)"
+        )
+    return " and ".join(days)
 
 
 def measured_runs(measured: dict) -> str:
