@@ -402,13 +402,12 @@ def readme_values() -> dict[str, str]:
 
 def measured_on(*measured: dict) -> str:
     """The day the kept times (:func:`tools.documents.kept.suite_time`) were measured, as their reports give it."""
-    days = sorted({m["date"] or "" for m in measured})
-    if "" in days:
+    if any(m["date"] is None for m in measured):
         raise SystemExit(
             "a kept time report in docs/offline/times/ gives no date: measure it again with "
             "benchmarks/suite_time.py --repeats 3 --out (its reports are dated)"
         )
-    return " and ".join(days)
+    return " and ".join(sorted({m["date"] for m in measured}))
 
 
 def measured_runs(measured: dict) -> str:
