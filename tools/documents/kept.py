@@ -37,6 +37,7 @@ COPIED = {  # target -> {path under docs/offline/: the file of a run of that tar
         "heatmap.png": paths.SUITE_FIGURES["heatmap_png"],
         "random_baseline.csv": paths.BASELINE_CSV,
         **{f"{name}.csv": paths.SUITE_TABLES[key] for key, name in paths.TABLE_NAMES.items()},  # every suite table
+        "inputs.csv": paths.SUITE_TABLES["inputs"],  # not kept yet: the next --copy brings it
         "ftt_scores.csv": paths.FTT_SCORES,
         **{f"{name}.csv": paths.HEAD_TABLES[key] for key, name in paths.HEAD_TABLE_NAMES.items()},
         "heads.png": paths.HEAD_TABLES["heads_png"],
