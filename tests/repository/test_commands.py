@@ -16,7 +16,8 @@ up by itself; each is classified below, and one that is not classified fails
   pointing at it and the documented ``--revision`` commit replaced by the replica's (the real commit cannot be
   served here): the download, its checks and the measurement run for real, on other weights;
 * ``ci``: a line of .ci/run, which CI runs as written before the tests;
-* ``lock``: the command that made requirements/lock.txt, named in the lock's header (it resolves against the index);
+* ``lock``: the command that makes requirements/lock.txt (``python -m tools.lock``), whose uv command the lock's header
+  names (it resolves against the index);
 * ``static``: a command that reads an index the tests cannot reach (PyTorch's wheels for CUDA 12): checked against
   the lock it departs from, not run;
 * ``rehearsal``: a Snakemake command that reads the hub and OpenML, run as written (its ``.venv/bin/`` aside) in the
@@ -238,11 +239,10 @@ COMMANDS: dict[str, How] = {
     "python -m tools.documents --copy": How(
         "stops", "it copies a finished offline run's outputs", says="missing (run `snakemake --cores 2 offline`"
     ),
-    "uv pip compile pyproject.toml requirements/lock.in --extra test --extra slurm --generate-hashes --python-version "
-    "3.11 --python-platform x86_64-manylinux_2_28 -o requirements/lock.txt": How(
+    "python -m tools.lock": How(
         "lock",
-        "it resolves against the package index: the command must be the one the lock's header names (what it made is "
-        "checked against pyproject offline by tests/runtime/test_lock.py)",
+        "it resolves against the package index: the uv command it runs must be the one the lock's header names (what "
+        "it made is checked against pyproject and lock-files.txt offline by tests/runtime/test_lock.py)",
     ),
     "snakemake --cores 1 check_sources": How("rehearsal", REHEARSAL),
     ".venv/bin/python tests/hub_rehearsal/rehearse.py /tmp/rehearsal": How(
@@ -497,8 +497,11 @@ def test_documented_command_works(clone, tmp_path, mode, command, request):
         assert ci_runs(command), f"CI no longer runs {shown}"
         return
     if mode == "lock":
+        from tools.lock import UV_COMMAND
+
         header = re.search(r"^#    (uv pip compile .*)$", (REPO / "requirements/lock.txt").read_text(), flags=re.M)
-        assert header and header.group(1) == command, f"requirements/lock.txt was made by another command: {header}"
+        assert command == "python -m tools.lock", command
+        assert header and header.group(1) == UV_COMMAND, f"requirements/lock.txt was made by another command: {header}"
         return
     if mode == "static":
         return  # test_the_cuda_12_pair_is_the_lock_s_versions

@@ -198,7 +198,9 @@ def write_environment(path: Path) -> None:
         "cpu": cpu_model(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "lock": lock_digest(LOCK),
-        "departures_from_the_lock": differences(read_pins(LOCK), read_pins(REPO / "requirements/offline-data.txt")),
+        "departures_from_the_lock": differences(
+            read_pins(LOCK, here=True), read_pins(REPO / "requirements/offline-data.txt")
+        ),
     }
     path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"machine and environment -> {path}")
