@@ -586,7 +586,9 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
             assert heads.empty
     if "rollout-equality compare" in command:  # every row identical, counted on the last line
         shutil.rmtree(clone / "results/tables/offline")  # the clone serves every command: no stand-in run left over
-        assert re.search(r"rows: (\d+) identical, 0 within uncertainty, 0 different, 0 missing", res.stdout)
+        assert re.search(
+            r"rows: (\d+) identical, 0 within uncertainty, 0 different, 0 other inputs, 0 missing", res.stdout
+        )
     if command.startswith("rollout-equality condition"):
         assert '"holds"' in res.stdout
     if "suite_mine" in command:  # docs/configuration.md's overlay: one model in a suite of its own, no warning
