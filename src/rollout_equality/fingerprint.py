@@ -17,7 +17,8 @@ with what the libraries report they run: torch's CPU capability, MKL's code bran
 lines) and numba's target. Each code path runs in a fresh process (the libraries read a code path when they start).
 
 :func:`compare` reads a kept fingerprint beside a new one and says, for each code path, "same as kept" or the
-first digest that differs (its part, step and op). ``benchmarks/fingerprint.py`` is the command; the kept file is
+first digest that differs (its part, step and op), matching rows by name; :func:`order_differences` says apart
+where the same rows come in another order. ``benchmarks/fingerprint.py`` is the command; the kept file is
 ``benchmarks/fingerprint.json``.
 """
 
@@ -29,6 +30,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -272,27 +274,73 @@ def fingerprint(
     }
 
 
+def _keyed(rows: list) -> tuple[list[tuple], dict[tuple, str]]:
+    """The keys of ``rows`` in their order, and their digests: a row's key is its (part, name, occurrence), the
+    occurrence counting earlier rows of the same part and name (a module that runs twice digests twice)."""
+    seen: Counter = Counter()
+    keys, found = [], {}
+    for part, name, value in rows:
+        key = (part, name, seen[part, name])
+        seen[part, name] += 1
+        keys.append(key)
+        found[key] = value
+    return keys, found
+
+
+def _label(key: tuple) -> str:
+    part, name, occurrence = key
+    return f"{part}, {name}" + (f" (occurrence {occurrence + 1})" if occurrence else "")
+
+
 def compare(kept: dict, mine: dict) -> dict[str, str]:
-    """{code path: "same as kept", or where the bits first part: the part, op and both digests}, for each code path
-    of ``mine`` (a path the kept file lacks says so)."""
+    """{code path: "same as kept", or where the bits first part}, for each code path of ``mine``, matching rows by
+    (part, name), not by position: the same digests in another order are the same bits (their order is reported
+    apart, by :func:`order_differences`). A divergence names the first row of this run, in the order it computed
+    them, whose digest differs, and how many differ; rows only one side has are named first (another model or
+    another version of the fingerprint); a path the kept file lacks says so."""
     out = {}
     for path, run in mine["paths"].items():
         if path not in kept["paths"]:
             out[path] = "not in the kept fingerprint"
             continue
-        theirs = kept["paths"][path]["digests"]
-        ours = run["digests"]
-        for i, (a, b) in enumerate(zip(theirs, ours)):
-            if a[:2] != b[:2]:
-                out[path] = f"the ops differ from row {i}: kept {a[0]} {a[1]}, here {b[0]} {b[1]} (another model?)"
-                break
-            if a[2] != b[2]:
-                out[path] = f"first divergence: {a[0]}, {a[1]} (kept {a[2]}, here {b[2]})"
-                break
-        else:
-            out[path] = (
-                "same as kept"
-                if len(theirs) == len(ours)
-                else f"same as kept over the first {min(len(theirs), len(ours))} digests (kept {len(theirs)}, here {len(ours)})"
+        kept_keys, theirs = _keyed(kept["paths"][path]["digests"])
+        my_keys, ours = _keyed(run["digests"])
+        only_kept = [k for k in kept_keys if k not in ours]
+        only_mine = [k for k in my_keys if k not in theirs]
+        differ = [k for k in my_keys if k in theirs and theirs[k] != ours[k]]
+        verdict = []
+        if only_kept or only_mine:
+            sides = [
+                f"{len(only_kept)} kept rows not here" + (f" (first: {_label(only_kept[0])})" if only_kept else "")
+            ]
+            sides.append(
+                f"{len(only_mine)} rows here not kept" + (f" (first: {_label(only_mine[0])})" if only_mine else "")
             )
+            verdict.append(f"other ops ({'; '.join(sides)}; another model?)")
+        if differ:
+            first = differ[0]
+            verdict.append(
+                f"first divergence: {_label(first)} (kept {theirs[first]}, here {ours[first]}); "
+                f"{len(differ)} of {len(set(my_keys) & set(theirs))} digests differ"
+            )
+        out[path] = "; ".join(verdict) if verdict else "same as kept"
+    return out
+
+
+def order_differences(kept: dict, mine: dict) -> dict[str, str]:
+    """{code path: where the rows both fingerprints hold first come in another order}, for each code path of both
+    whose common rows are in another order (the kept fingerprints made before the optimiser's groups were put in
+    the model's order list the no-decay group's parameters in an order that followed addresses)."""
+    out = {}
+    for path, run in mine["paths"].items():
+        if path not in kept["paths"]:
+            continue
+        kept_keys, _ = _keyed(kept["paths"][path]["digests"])
+        my_keys, _ = _keyed(run["digests"])
+        common = set(kept_keys) & set(my_keys)
+        a, b = [k for k in kept_keys if k in common], [k for k in my_keys if k in common]
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                out[path] = f"the rows come in another order from common row {i} (kept {_label(x)}, here {_label(y)})"
+                break
     return out
