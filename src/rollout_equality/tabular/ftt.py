@@ -124,6 +124,12 @@ def make_optimizer(model: torch.nn.Module, code_path: str, device: str) -> torch
     return optimizer
 
 
+def weights_sha256(model: torch.nn.Module) -> str:
+    """The SHA-256 (hex) of ``model``'s parameters: each one's float32 bytes on the CPU, in ``named_parameters()``
+    order. A training records it after every epoch, so that two machines' trainings can be compared epoch by epoch."""
+    return digests.of_buffers(p.detach().cpu().contiguous().numpy() for _, p in model.named_parameters())
+
+
 def train_ftt(
     data_path: str | os.PathLike,
     manifest_path: str | os.PathLike,
@@ -140,7 +146,8 @@ def train_ftt(
     published: dict | None = None,
 ) -> dict[str, Any]:
     """Train on a prepared table with the default optimiser and early stopping on validation; write the best
-    state to ``model_path`` and the scores and history to ``metrics_path``. ``code_path`` is the one this process
+    state to ``model_path`` and the scores and history (each epoch's loss, validation score and the SHA-256 of the
+    weights after it: :func:`weights_sha256`) to ``metrics_path``. ``code_path`` is the one this process
     runs (:func:`rollout_equality.runtime.code_paths.code_path`): it chooses the optimiser (:func:`make_optimizer`).
 
     Early stopping as the reference code's ``ProgressTracker(patience)``: training stops once more than
@@ -170,7 +177,7 @@ def train_ftt(
         epoch_times.append(time.perf_counter() - start)
         metric, val = score(manifest, predict(model, arrays, "val", device), arrays["y_val"])
         signed = val if PUBLISHED_HIGHER_IS_BETTER[metric] else -val
-        history.append({"epoch": epoch, "loss": loss.item(), f"val_{metric}": val})
+        history.append({"epoch": epoch, "loss": loss.item(), f"val_{metric}": val, "weights": weights_sha256(model)})
         if signed > best["val"]:
             best = {
                 "val": signed,
