@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -132,7 +134,9 @@ def train(
 ) -> list[dict]:
     """``repeats`` trainings of the table prepared in ``folder``, one after another in one fresh process: for each,
     ``{"model": the checkpoint's bytes, "metrics": its metrics.json, "trace": every op's digest (with ``trace``, else
-    None), "wall": the process's seconds, "cpu": its CPU seconds}`` (the process's times, divided by ``repeats``)."""
+    None), "wall": the process's seconds, "cpu": its CPU seconds, "mkl_threads": how many of MKL's calls ran on how
+    many threads (with ``MKL_VERBOSE=1`` in ``env``, else None)}`` (the process's times and MKL's calls divided by
+    ``repeats``: shared by its trainings)."""
     with tempfile.TemporaryDirectory(dir=folder) as out:
         args = [sys.executable, str(HERE), str(folder), json.dumps(spec), str(seed), code_path, out, str(repeats)]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -144,6 +148,7 @@ def train(
         if done.returncode != 0:
             raise RuntimeError(f"a training on code path {code_path!r} failed:\n{done.stderr.decode()[-3000:]}")
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        threads = Counter(re.findall(rb"NThr:(\d+)", done.stdout)) if (env or {}).get("MKL_VERBOSE") else None
         return [
             {
                 "model": (Path(out) / str(i) / "model.pt").read_bytes(),
@@ -151,6 +156,7 @@ def train(
                 "trace": json.loads((Path(out) / str(i) / "trace.json").read_text()) if trace else None,
                 "wall": wall / repeats,
                 "cpu": cpu / repeats,
+                "mkl_threads": {int(k): v / repeats for k, v in threads.items()} if threads is not None else None,
             }
             for i in range(repeats)
         ]

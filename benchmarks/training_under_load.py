@@ -2,20 +2,24 @@
 times, each in a fresh process as rule train_ftt does (the job prelude: the config's threads and code path), with busy
 loops on every core, and counts the checkpoints whose bytes differ from an unloaded reference.
 
-    python benchmarks/training_under_load.py [--configfile .test/config.yaml] [--table cancer] [--runs 60]
-        [--paths native compatible] [--busy-per-core 1] [--parallel 2] [--per-process 1] [--env VAR=VALUE ...]
-        [--trace]
+    python benchmarks/training_under_load.py [--configfile .test/config.yaml] [--table cancer@no_noise] [--runs 60]
+        [--paths native compatible] [--busy 3] [--parallel 1] [--per-process 1] [--env VAR=VALUE ...] [--trace]
 
-The default is the CI's tiny configuration (scikit-learn's breast cancer table, 2 epochs: the training that once gave
-another checkpoint in CI's test of the tiny run on 1 and 2 cores, tests/workflow/test_workflow.py). Per code path:
+The default is the training that once gave another checkpoint in CI's test of the tiny run on 1 and 2 cores
+(tests/workflow/test_workflow.py): the tiny configuration's ablation table ``cancer@no_noise`` (scikit-learn's breast
+cancer table without quantile noise, seed 0, 2 epochs of 2 steps), loaded as it was when the difference was
+reproduced on an Intel Xeon (3 busy loops on 2 cores, one training at a time: another checkpoint once in ~20). Per
+code path:
 two unloaded trainings (they must agree: the reference), then ``--runs`` trainings, ``--parallel`` processes at a
 time (as jobs side by side), ``--per-process`` trainings one after another in each (1: a fresh process each, as the
-workflow trains; more: the imports' time shared), with ``--busy-per-core`` spinning processes per CPU. Prints, per path, how many loaded
+workflow trains; more: the imports' time shared), with ``--busy`` spinning processes. Prints, per path, how many loaded
 checkpoints differ, and for each that differs the first parameter and how far. ``--env`` sets variables in every
 training after the job prelude's (to test a candidate cause, or to undo one the prelude sets). ``--trace`` digests
 every op of every step in each training and names, for a checkpoint that differs, the first op and step where its
 training parted from the reference's (the op names the kernel to suspect). Exit status: 0 when no
-loaded checkpoint differs, 1 when one does, 2 on bad input. A measurement, not a test.
+loaded checkpoint differs, 1 when one does, 2 on bad input. With ``--env MKL_VERBOSE=1`` it also counts MKL's calls by
+the threads they ran on (a call on fewer threads than it was given would add in another order). A measurement, not
+a test.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -57,17 +62,17 @@ def spin() -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--configfile", type=Path, default=REPO / ".test/config.yaml")
-    parser.add_argument("--table", default="cancer")
+    parser.add_argument("--table", default="cancer@no_noise")
     parser.add_argument("--runs", type=int, default=60, help="loaded trainings per code path")
     parser.add_argument("--paths", nargs="+", default=["native", "compatible"])
-    parser.add_argument("--busy-per-core", type=int, default=1, help="spinning processes per CPU while loaded")
-    parser.add_argument("--parallel", type=int, default=2, help="loaded training processes at a time")
+    parser.add_argument("--busy", type=int, default=3, help="spinning processes while loaded")
+    parser.add_argument("--parallel", type=int, default=1, help="loaded training processes at a time")
     parser.add_argument("--per-process", type=int, default=1, help="trainings one after another in each process")
     parser.add_argument("--env", nargs="*", default=[], metavar="VAR=VALUE", help="set in every training")
     parser.add_argument("--trace", action="store_true", help="digest every op; name where a differing run parts")
     args = parser.parse_args(argv)
-    if min(args.runs, args.parallel, args.per_process) < 1 or args.busy_per_core < 0:
-        print("--runs, --parallel and --per-process must be at least 1, --busy-per-core at least 0", file=sys.stderr)
+    if min(args.runs, args.parallel, args.per_process) < 1 or args.busy < 0:
+        print("--runs, --parallel and --per-process must be at least 1, --busy at least 0", file=sys.stderr)
         return 2
     bad = [e for e in args.env if "=" not in e]
     if bad:
@@ -92,7 +97,7 @@ def main(argv=None) -> int:
                 print(f"{path}: two unloaded trainings differ ({where}): no reference")
                 differing += 1
                 continue
-            spinners = [multiprocessing.Process(target=spin, daemon=True) for _ in range(cpus * args.busy_per_core)]
+            spinners = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]
             for p in spinners:
                 p.start()
             try:
@@ -102,18 +107,25 @@ def main(argv=None) -> int:
                     batches = pool.map(
                         lambda _: train(folder, spec, seed, path, env, args.trace, args.per_process), range(processes)
                     )
-                    runs = (found for batch in batches for found in batch)
-                    for run, found in enumerate(runs):
+                    seen = [found for batch in batches for found in batch]
+                    for run, found in enumerate(seen):
                         if found["model"] != reference["model"]:
                             where = first_difference(reference["model"], found["model"])
                             if args.trace:
                                 where += f"; {first_traced_difference(reference['trace'], found['trace'])}"
+                            if found["mkl_threads"] is not None:
+                                where += f"; its process's MKL calls by threads {found['mkl_threads']}"
                             diffs.append((run, where))
                             print(f"  {path} run {run}: differs, first at {where}", flush=True)
             finally:
                 for p in spinners:
                     p.terminate()
             differing += len(diffs)
+            if "MKL_VERBOSE" in env:
+                calls = Counter()
+                for found in seen:
+                    calls.update(found["mkl_threads"])
+                print(f"{path}: MKL's calls by threads, over every loaded training: {dict(sorted(calls.items()))}")
             print(
                 f"{path}: {len(diffs)} of {processes * args.per_process} loaded trainings differ from the unloaded reference "
                 f"({args.per_process} a process, {args.parallel} processes at a time, {len(spinners)} spinning processes on {cpus} CPUs, load "

@@ -154,3 +154,38 @@ def test_the_kept_fingerprint_names_its_machine_and_the_current_lock_and_covers_
         parts = {r[0] for r in path["digests"]}
         assert {"inputs", "step 1 update", "weights", "minilm attention", "dinov2_small_imgfocus attention"} <= parts
         assert sum(r[0] == "weights" for r in path["digests"]) == kept["steps"]
+
+
+def test_a_runs_trainings_are_read_and_compared_epoch_by_epoch(tmp_path):
+    """benchmarks/trainings.py's two steps: a run's checkpoints and each epoch's weights digest read by table and
+    seed (the tiny config's one table), then compared with kept ones: the same, or the first epoch that differs."""
+    from rollout_equality.config.load import load_config
+    from rollout_equality.fingerprint import compare_trainings, trainings
+
+    config = load_config([str(REPO / ".test/config.yaml")])
+    with pytest.raises(FileNotFoundError, match="no trained cancer seed 0"):
+        trainings(tmp_path, config, "offline", REPO / "requirements/lock.txt")
+    folder = tmp_path / "results/ftt/cancer/seed0"
+    folder.mkdir(parents=True)
+    (folder / "model.pt").write_bytes(b"weights")
+    history = [{"epoch": i, "weights": f"{i}" * 64} for i in range(3)]
+    metrics = {"metric": "accuracy", "test": 0.95, "history": history, "compute": {"code_path": {"MKL_CBWR": "X"}}}
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    mine = trainings(tmp_path, config, "offline", REPO / "requirements/lock.txt")
+    (row,) = mine["trainings"]
+    assert row["table"] == "cancer" and row["seed"] == 0 and row["epochs"] == [e["weights"] for e in history]
+    import hashlib
+
+    assert row["model_sha256"] == hashlib.sha256(b"weights").hexdigest()
+    assert mine["machine"]["cpu"] and mine["machine"]["lock"].startswith("sha256:")
+    assert compare_trainings(mine, mine) == {"cancer seed 0": "same as kept"}
+    moved = json.loads(json.dumps(mine))
+    moved["trainings"][0].update(model_sha256="0" * 64, test=0.94, epochs=[row["epochs"][0], "x" * 64, "y" * 64])
+    assert compare_trainings(mine, moved) == {
+        "cancer seed 0": "first differs after epoch 1 (test accuracy kept 0.95, here 0.94)"
+    }
+    moved["trainings"][0]["code_path"] = {}
+    assert compare_trainings(mine, moved) == {
+        "cancer seed 0": "another code path (kept {'MKL_CBWR': 'X'}, here native)"
+    }
+    assert compare_trainings({"trainings": []}, mine) == {"cancer seed 0": "not in the kept trainings"}
