@@ -18,13 +18,13 @@ lines) and numba's target. Each code path runs in a fresh process (the libraries
 
 :func:`compare` reads a kept fingerprint beside a new one and says, for each code path, "same as kept" or the
 first digest that differs (its part, step and op), matching rows by name; :func:`order_differences` says apart
-where the same rows come in another order.
+where the same rows come in another order. ``benchmarks/fingerprint.py`` is the command; the kept file is
+``benchmarks/fingerprint.json``.
 
 Whole trainings: :func:`trainings` reads a run's FT-Transformer checkpoints (their SHA-256 and the SHA-256 of the
 weights after every epoch, which each training records) and :func:`compare_trainings` says, for each, "same as
 kept" or the first epoch whose weights differ. ``benchmarks/trainings.py`` is the command; the kept file is
-``docs/offline/compatible/ftt_trainings.json``. ``benchmarks/fingerprint.py`` is the command; the kept file is
-``benchmarks/fingerprint.json``.
+``docs/offline/compatible/ftt_trainings.json``.
 """
 
 from __future__ import annotations
@@ -411,12 +411,11 @@ def compare_trainings(kept: dict, mine: dict) -> dict[str, str]:
                 out[label] = f"another checkpoint; no digest of each epoch to say where ({scores})"
                 continue
             first = next((i for i, (a, b) in enumerate(pairs) if a != b), None)
-            where = (
-                f"first differs after epoch {first}"
-                if first is not None
-                else f"every common epoch the same, but {len(k['epochs'])} epochs kept and {len(t['epochs'])} here"
-                if len(k["epochs"]) != len(t["epochs"])
-                else "every epoch the same, another best checkpoint"
-            )
+            if first is not None:
+                where = f"first differs after epoch {first}"
+            elif len(k["epochs"]) != len(t["epochs"]):
+                where = f"every common epoch the same, but {len(k['epochs'])} epochs kept and {len(t['epochs'])} here"
+            else:
+                where = "every epoch the same, another best checkpoint"
             out[label] = f"{where} ({scores})"
     return out
