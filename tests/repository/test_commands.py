@@ -236,7 +236,12 @@ COMMANDS: dict[str, How] = {
     ".venv/bin/snakemake --cores 2 offline --configfile config.yaml overlays/compatible.yaml": How(
         "dry", OFFLINE_SUITE
     ),
-
+    "python benchmarks/training_cost.py": How("dry", "it trains the offline suite's FT-Transformers twice (minutes)"),
+    "python benchmarks/training_under_load.py": How("dry", "it trains one table 60 times per code path (minutes)"),
+    "python benchmarks/trainings.py": How(
+        "dry", "it trains the offline suite's FT-Transformers (minutes); its --help here"
+    ),
+    ".venv/bin/rollout-equality compare docs/offline/compatible results/tables/offline": How("run"),
     # docs/rehearsal.md, docs/reproducing-the-paper.md
     "pip freeze": How("run"),
     "python -m tools.documents --copy": How(
