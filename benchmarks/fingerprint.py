@@ -2,6 +2,7 @@
 here, for each CPU code path, compared with benchmarks/fingerprint.json (written on the machine named in it).
 
     python benchmarks/fingerprint.py            # prints, per code path, "same as kept" or the first op that differs
+                                                # (rows matched by part and name; another order is said apart)
     python benchmarks/fingerprint.py --write    # keeps this machine's fingerprint instead
 
 Exit status: 0 when every code path is the same as kept, 1 when one differs, 2 on bad input. Minutes: each code path
@@ -13,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from rollout_equality.fingerprint import STEPS, compare, fingerprint
+from rollout_equality.fingerprint import STEPS, compare, fingerprint, order_differences
 from rollout_equality.runtime.code_paths import CODE_PATHS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,10 +48,12 @@ def main(argv=None) -> int:
             f"the kept fingerprint digests {kept['steps']} steps: compare with --steps {kept['steps']}", file=sys.stderr
         )
         return 2
-    verdicts = compare(kept, mine)
+    verdicts, orders = compare(kept, mine), order_differences(kept, mine)
     for path, verdict in verdicts.items():
         reported = ", ".join(f"{k} {v}" for k, v in mine["paths"][path]["reported"].items())
         print(f"{path} ({reported}): {verdict}")
+        if path in orders:
+            print(f"  {orders[path]}: rows are matched by name, so the order does not count as a difference")
     return 0 if all(v == "same as kept" for v in verdicts.values()) else 1
 
 

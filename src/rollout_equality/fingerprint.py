@@ -17,8 +17,14 @@ with what the libraries report they run: torch's CPU capability, MKL's code bran
 lines) and numba's target. Each code path runs in a fresh process (the libraries read a code path when they start).
 
 :func:`compare` reads a kept fingerprint beside a new one and says, for each code path, "same as kept" or the
-first digest that differs (its part, step and op). ``benchmarks/fingerprint.py`` is the command; the kept file is
+first digest that differs (its part, step and op), matching rows by name; :func:`order_differences` says apart
+where the same rows come in another order. ``benchmarks/fingerprint.py`` is the command; the kept file is
 ``benchmarks/fingerprint.json``.
+
+Whole trainings: :func:`trainings` reads a run's FT-Transformer checkpoints (their SHA-256 and the SHA-256 of the
+weights after every epoch, which each training records) and :func:`compare_trainings` says, for each, "same as
+kept" or the first epoch whose weights differ. ``benchmarks/trainings.py`` is the command; the kept file is
+``docs/offline/compatible/ftt_trainings.json``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -245,54 +252,172 @@ def run_path(path: str, *, steps: int = STEPS, parts=("ftt", "transformers"), co
     return result
 
 
-def fingerprint(
-    paths=("native", "compatible"), *, steps: int = STEPS, parts=("ftt", "transformers"), configfile
-) -> dict:
-    """The machine (processor, torch's native capability, the lock's digest and the versions), then each code
-    path's fingerprint (:func:`run_path`)."""
+def machine(lock: Path) -> dict:
+    """This machine and environment: the processor, torch's native capability, the digest of ``lock`` and where the
+    environment departs from it (when the lock exists), and the versions of the libraries."""
     import torch
 
     from rollout_equality.runtime.provenance import cpu_model, versions
 
-    machine = {"cpu": cpu_model(), "native_capability": torch.backends.cpu.get_cpu_capability()}
-    lock = Path(configfile).resolve().parent / "requirements/lock.txt"
+    record = {"cpu": cpu_model(), "native_capability": torch.backends.cpu.get_cpu_capability()}
     if lock.is_file():
         from rollout_equality.runtime.lock import differences, lock_digest, read_pins
 
-        machine["lock"] = lock_digest(lock)
+        record["lock"] = lock_digest(lock)
         wheels = lock.parent / "offline-data.txt"
-        machine["departures_from_the_lock"] = differences(
+        record["departures_from_the_lock"] = differences(
             read_pins(lock, here=True), read_pins(wheels) if wheels.is_file() else {}
         )
-    machine["versions"] = versions()
+    record["versions"] = versions()
+    return record
+
+
+def fingerprint(
+    paths=("native", "compatible"), *, steps: int = STEPS, parts=("ftt", "transformers"), configfile
+) -> dict:
+    """The machine (:func:`machine`, with the lock beside ``configfile``), then each code path's fingerprint
+    (:func:`run_path`)."""
+    machine_record = machine(Path(configfile).resolve().parent / "requirements/lock.txt")
     return {
-        "machine": machine,
+        "machine": machine_record,
         "steps": steps,
         "paths": {p: run_path(p, steps=steps, parts=parts, configfile=configfile) for p in paths},
     }
 
 
+def _keyed(rows: list) -> tuple[list[tuple], dict[tuple, str]]:
+    """The keys of ``rows`` in their order, and their digests: a row's key is its (part, name, occurrence), the
+    occurrence counting earlier rows of the same part and name (a module that runs twice digests twice)."""
+    seen: Counter = Counter()
+    keys, found = [], {}
+    for part, name, value in rows:
+        key = (part, name, seen[part, name])
+        seen[part, name] += 1
+        keys.append(key)
+        found[key] = value
+    return keys, found
+
+
+def _label(key: tuple) -> str:
+    part, name, occurrence = key
+    return f"{part}, {name}" + (f" (occurrence {occurrence + 1})" if occurrence else "")
+
+
 def compare(kept: dict, mine: dict) -> dict[str, str]:
-    """{code path: "same as kept", or where the bits first part: the part, op and both digests}, for each code path
-    of ``mine`` (a path the kept file lacks says so)."""
+    """{code path: "same as kept", or where the bits first part}, for each code path of ``mine``, matching rows by
+    (part, name), not by position: the same digests in another order are the same bits (their order is reported
+    apart, by :func:`order_differences`). A divergence names the first row of this run, in the order it computed
+    them, whose digest differs, and how many differ; rows only one side has are named first (another model or
+    another version of the fingerprint); a path the kept file lacks says so."""
     out = {}
     for path, run in mine["paths"].items():
         if path not in kept["paths"]:
             out[path] = "not in the kept fingerprint"
             continue
-        theirs = kept["paths"][path]["digests"]
-        ours = run["digests"]
-        for i, (a, b) in enumerate(zip(theirs, ours)):
-            if a[:2] != b[:2]:
-                out[path] = f"the ops differ from row {i}: kept {a[0]} {a[1]}, here {b[0]} {b[1]} (another model?)"
-                break
-            if a[2] != b[2]:
-                out[path] = f"first divergence: {a[0]}, {a[1]} (kept {a[2]}, here {b[2]})"
-                break
-        else:
-            out[path] = (
-                "same as kept"
-                if len(theirs) == len(ours)
-                else f"same as kept over the first {min(len(theirs), len(ours))} digests (kept {len(theirs)}, here {len(ours)})"
+        kept_keys, theirs = _keyed(kept["paths"][path]["digests"])
+        my_keys, ours = _keyed(run["digests"])
+        only_kept = [k for k in kept_keys if k not in ours]
+        only_mine = [k for k in my_keys if k not in theirs]
+        differ = [k for k in my_keys if k in theirs and theirs[k] != ours[k]]
+        verdict = []
+        if only_kept or only_mine:
+            sides = [
+                f"{len(only_kept)} kept rows not here" + (f" (first: {_label(only_kept[0])})" if only_kept else "")
+            ]
+            sides.append(
+                f"{len(only_mine)} rows here not kept" + (f" (first: {_label(only_mine[0])})" if only_mine else "")
             )
+            verdict.append(f"other ops ({'; '.join(sides)}; another model?)")
+        if differ:
+            first = differ[0]
+            verdict.append(
+                f"first divergence: {_label(first)} (kept {theirs[first]}, here {ours[first]}); "
+                f"{len(differ)} of {len(set(my_keys) & set(theirs))} digests differ"
+            )
+        out[path] = "; ".join(verdict) if verdict else "same as kept"
+    return out
+
+
+def order_differences(kept: dict, mine: dict) -> dict[str, str]:
+    """{code path: where the rows both fingerprints hold first come in another order}, for each code path of both
+    whose common rows are in another order (the kept fingerprints made before the optimiser's groups were put in
+    the model's order list the no-decay group's parameters in an order that followed addresses)."""
+    out = {}
+    for path, run in mine["paths"].items():
+        if path not in kept["paths"]:
+            continue
+        kept_keys, _ = _keyed(kept["paths"][path]["digests"])
+        my_keys, _ = _keyed(run["digests"])
+        common = set(kept_keys) & set(my_keys)
+        a, b = [k for k in kept_keys if k in common], [k for k in my_keys if k in common]
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                out[path] = f"the rows come in another order from common row {i} (kept {_label(x)}, here {_label(y)})"
+                break
+    return out
+
+
+# --- whole trainings: a run's FT-Transformer checkpoints against kept ones ---------------------------------------
+
+
+def trainings(run: str | os.PathLike, config: dict, suite: str, lock: Path) -> dict:
+    """The FT-Transformer trainings of ``suite`` in the run folder ``run`` (a checkout or ``--directory`` that ran
+    them with ``config``): for each table and seed, the checkpoint's SHA-256, the test score, the code path it ran
+    and the SHA-256 of the weights after every epoch (``metrics.json``'s history), with this machine and
+    environment (:func:`machine`). Raises FileNotFoundError naming a training the run lacks."""
+    from rollout_equality.config.checks import resolved_tables
+    from rollout_equality.config.paths import FTT_METRICS, FTT_MODEL
+
+    run = Path(run)
+    tables = resolved_tables(config)
+    rows = []
+    for table in config["tabular"]["suites"].get(suite, []):
+        for seed in tables[table]["seeds"]:
+            model, metrics = (run / p.format(tabular=table, seed=seed) for p in (FTT_MODEL, FTT_METRICS))
+            if not (model.is_file() and metrics.is_file()):
+                raise FileNotFoundError(f"{run}: no trained {table} seed {seed} ({model}); run its trainings first")
+            found = json.loads(metrics.read_text())
+            rows.append(
+                {
+                    "table": table,
+                    "seed": seed,
+                    "model_sha256": digests.of_file(model),
+                    "metric": found["metric"],
+                    "test": found["test"],
+                    "code_path": found["compute"].get("code_path", {}),
+                    "epochs": [epoch.get("weights") for epoch in found["history"]],
+                }
+            )
+    return {"machine": machine(lock), "suite": suite, "trainings": rows}
+
+
+def compare_trainings(kept: dict, mine: dict) -> dict[str, str]:
+    """{"<table> seed <seed>": "same as kept", or where the training parted: the first epoch whose weights differ
+    and both test scores} for each training of ``mine``, matched by table and seed (a training the kept file
+    lacks, one that ran another code path, or one without each epoch's digest says so)."""
+    kept_by = {(t["table"], t["seed"]): t for t in kept["trainings"]}
+    out = {}
+    for t in mine["trainings"]:
+        label = f"{t['table']} seed {t['seed']}"
+        k = kept_by.get((t["table"], t["seed"]))
+        if k is None:
+            out[label] = "not in the kept trainings"
+        elif k["code_path"] != t["code_path"]:
+            out[label] = f"another code path (kept {k['code_path'] or 'native'}, here {t['code_path'] or 'native'})"
+        elif k["model_sha256"] == t["model_sha256"]:
+            out[label] = "same as kept"
+        else:
+            scores = f"test {t['metric']} kept {k['test']:.6g}, here {t['test']:.6g}"
+            pairs = list(zip(k["epochs"], t["epochs"]))
+            if not pairs or None in k["epochs"] + t["epochs"]:
+                out[label] = f"another checkpoint; no digest of each epoch to say where ({scores})"
+                continue
+            first = next((i for i, (a, b) in enumerate(pairs) if a != b), None)
+            if first is not None:
+                where = f"first differs after epoch {first}"
+            elif len(k["epochs"]) != len(t["epochs"]):
+                where = f"every common epoch the same, but {len(k['epochs'])} epochs kept and {len(t['epochs'])} here"
+            else:
+                where = "every epoch the same, another best checkpoint"
+            out[label] = f"{where} ({scores})"
     return out

@@ -230,10 +230,19 @@ COMMANDS: dict[str, How] = {
             "rollout-equality measure --model dinov2_small_random --images a.jpg b.jpg --out r.parquet",
         ),
     ),
-    # docs/outputs.md
+    # docs/outputs.md, overlays/compatible.yaml
     "python benchmarks/fingerprint.py": How(
         "dry", "minutes (tests/test_fingerprint.py runs its code paths); its --help here"
     ),
+    ".venv/bin/snakemake --cores 2 offline --configfile config.yaml overlays/compatible.yaml": How(
+        "dry", OFFLINE_SUITE
+    ),
+    "python benchmarks/training_cost.py": How("dry", "it trains the offline suite's FT-Transformers twice (minutes)"),
+    "python benchmarks/training_under_load.py": How("dry", "it trains one table 60 times per code path (minutes)"),
+    "python benchmarks/trainings.py": How(
+        "dry", "it trains the offline suite's FT-Transformers (minutes); its --help here"
+    ),
+    ".venv/bin/rollout-equality compare docs/offline/compatible results/tables/offline": How("run"),
     # docs/rehearsal.md, docs/reproducing-the-paper.md
     "pip freeze": How("run"),
     "python -m tools.documents --copy": How(
@@ -470,8 +479,9 @@ def prepare(clone: Path, command: str) -> None:
         from slurm_harness import make_site_profile
 
         make_site_profile(clone / "profiles/site", "--partition", "debug", "--account", "lab")
-    if "compare docs/offline results/tables/offline" in command:  # a run of the offline suite: the kept tables
-        shutil.copytree(clone / "docs/offline", clone / "results/tables/offline", dirs_exist_ok=True)
+    kept = re.search(r"compare (docs/offline\S*) results/tables/offline", command)
+    if kept:  # a run of the offline suite (with the overlay the kept folder names): the kept tables
+        shutil.copytree(clone / kept.group(1), clone / "results/tables/offline", dirs_exist_ok=True)
 
 
 def overlay_example() -> str:

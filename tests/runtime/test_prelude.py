@@ -60,13 +60,15 @@ def test_the_prelude_sets_offline_and_thread_counts_in_a_fresh_process():
         "from rollout_equality.runtime.prelude import prelude\n"
         "prelude(3)\n"
         "import numba\n"
-        "keys = ('HF_HUB_OFFLINE', 'HF_DATASETS_OFFLINE', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS')\n"
+        "keys = ('HF_HUB_OFFLINE', 'HF_DATASETS_OFFLINE', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_DYNAMIC',\n"
+        "        'OMP_DYNAMIC')\n"
         "print(json.dumps([torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS, [os.environ[k] for k in keys]]))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS") and "OFFLINE" not in k}
+    env["MKL_DYNAMIC"] = "TRUE"  # a job's environment that lets MKL choose fewer threads: the prelude takes it back
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout) == [3, 3, ["1", "1", "3", "3"]]
+    assert json.loads(res.stdout) == [3, 3, ["1", "1", "3", "3", "FALSE", "FALSE"]]
 
 
 def test_the_prelude_refuses_to_run_after_numba_is_imported():

@@ -232,6 +232,21 @@ def test_training_writes_checkpoint_and_metrics_and_is_deterministic(trained):
     assert runs["a"]["history"] == runs["b"]["history"] and runs["a"]["test"] == runs["b"]["test"]
 
 
+def test_each_epoch_records_its_weights_and_the_checkpoint_is_the_best_epochs(trained):
+    """The SHA-256 of the weights after every epoch (how two machines' trainings are compared epoch by epoch,
+    rollout_equality.fingerprint.compare_trainings): one per epoch, of different weights, and the checkpoint's is the
+    best epoch's."""
+    from rollout_equality.tabular.ftt import build_model, weights_sha256
+
+    root, runs = trained
+    digests = [epoch["weights"] for epoch in runs["a"]["history"]]
+    assert len(digests) == runs["a"]["epochs"] == len(set(digests)) and all(len(d) == 64 for d in digests)
+    manifest = json.loads((root / "cancer/manifest.json").read_text())
+    model = build_model(manifest, "one_logit")
+    model.load_state_dict(torch.load(root / "a/model.pt"))
+    assert weights_sha256(model) == digests[runs["a"]["best_epoch"]]
+
+
 def test_attention_is_square_in_every_block_and_equals_the_models(trained):
     root, _ = trained
     manifest, arrays, model = load_trained(*files(root, "cancer"), root / "a" / "model.pt", root / "a" / "metrics.json")

@@ -9,6 +9,10 @@ from tools.documents.wording import and_, markdown_table, sig, sig_span
 
 FINGERPRINT = REPO / "benchmarks" / "fingerprint.json"
 """benchmarks/fingerprint.py's kept fingerprint (:mod:`rollout_equality.fingerprint`)."""
+COMPATIBLE = REPO / "docs" / "offline" / "compatible"
+"""The kept run of the offline suite with overlays/compatible.yaml: its tables, the SHA-256 of its trainings and each
+epoch's weights (``ftt_trainings.json``) and the compatible path's fingerprint of its machine (``fingerprint.json``),
+both written by ``benchmarks/trainings.py --write``."""
 CODE_PATHS_CSV = REPO / "benchmarks" / "code_paths.csv"
 """benchmarks/code_paths.py's comparison of forced CPU code paths (``--csv``), kept."""
 LIBRARIES = {"aten": "torch's kernels", "mkl": "MKL's branch", "onednn": "oneDNN's ISA", "numba": "numba's target"}
@@ -55,7 +59,6 @@ def reproducibility_values() -> dict[str, str]:
         "ftt_unmoved": and_(unmoved) if unmoved else "no other library",
         "ftt_dw": sig(alone["ftt_max_dw"].max(), 1),
         "ftt_steps": f"{native['ftt_steps']} steps",
-        "ftt_cost": f"{compatible['ftt_train_cpu']:.1f}×",
         "attn": largest("max_dattn"),
         "kappa": largest("max_dkappa"),
         "rollout": largest("max_dkappa_rollout"),
@@ -88,6 +91,30 @@ def fingerprint_values() -> dict[str, str]:
     }
 
 
+def compatible_values() -> dict[str, str]:
+    """What the compatible code path gave across processor families: the kept fingerprint of :data:`FINGERPRINT`
+    against the one kept in :data:`COMPATIBLE` (another machine's), and the kept trainings."""
+    import json
+
+    from rollout_equality.fingerprint import compare
+
+    kept, other = (json.loads(p.read_text()) for p in (FINGERPRINT, COMPATIBLE / "fingerprint.json"))
+    verdict = compare(kept, other)["compatible"]
+    if verdict != "same as kept":
+        raise ValueError(f"{COMPATIBLE / 'fingerprint.json'} against {FINGERPRINT}, compatible path: {verdict}")
+    cpus = [kept["machine"]["cpu"], other["machine"]["cpu"]]
+    if cpus[0] == cpus[1]:
+        raise ValueError(f"{FINGERPRINT} and {COMPATIBLE / 'fingerprint.json'} were made on one kind of CPU: {cpus[0]}")
+    trainings = json.loads((COMPATIBLE / "ftt_trainings.json").read_text())
+    return {
+        "compatible_machines": f"an {cpus[0]} and an {cpus[1]}",
+        "compatible_digests": f"{len(other['paths']['compatible']['digests']):,}",
+        "compatible_steps": f"{other['steps']}",
+        "trainings_count": f"{len(trainings['trainings'])}",
+        "trainings_machine": f"an {trainings['machine']['cpu']}",
+    }
+
+
 def compare_values() -> dict[str, str]:
     """The settings of `rollout-equality compare` (:mod:`rollout_equality.reporting.compare`) and the number of tests its
     correction spans for the tables kept in docs/offline/."""
@@ -107,5 +134,6 @@ def outputs_values() -> dict[str, str]:
         "records_columns": records_table(),
         **reproducibility_values(),
         **fingerprint_values(),
+        **compatible_values(),
         **compare_values(),
     }

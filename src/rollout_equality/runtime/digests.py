@@ -1,6 +1,6 @@
 """SHA-256 digests: every one the library computes, in one format.
 
-A digest is the lowercase hex of the SHA-256 of some bytes (:func:`of_bytes`), of a file read in chunks (:func:`of_file`)
+A digest is the lowercase hex of the SHA-256 of some bytes (:func:`of_bytes`, :func:`of_buffers`), of a file read in chunks (:func:`of_file`)
 or of several files read one after another (:func:`of_files`: a split archive's, without joining it). That is the form
 every record, manifest and model file stores. Two records name the algorithm beside the hex (:func:`labelled`,
 ``sha256:<hex>``), because theirs may be another: the hub's file listings (an LFS file's SHA-256 or a git blob's SHA-1,
@@ -20,6 +20,15 @@ _CHUNK = 1 << 20
 def of_bytes(data: bytes) -> str:
     """The SHA-256 of ``data``, as hex."""
     return hashlib.sha256(data).hexdigest()
+
+
+def of_buffers(buffers: Iterable) -> str:
+    """The SHA-256 of the buffers' bytes (anything with the buffer protocol: bytes, a contiguous numpy array) one
+    after another, as hex."""
+    h = hashlib.sha256()
+    for buffer in buffers:
+        h.update(buffer)
+    return h.hexdigest()
 
 
 def of_files(paths: Iterable[str | os.PathLike]) -> str:

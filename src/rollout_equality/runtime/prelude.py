@@ -21,15 +21,16 @@ import os
 import sys
 
 from rollout_equality.runtime.code_paths import code_path
-from rollout_equality.runtime.threads import THREAD_VARIABLES
+from rollout_equality.runtime.threads import FIXED_COUNT, THREAD_VARIABLES
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 _READ_AT_IMPORT = ("numba", "huggingface_hub", "datasets")
 
 
 def prelude(threads: int, code_path_name: str | None = None) -> None:
-    """Offline hub, ``threads`` threads for torch, numba and BLAS, and the CPU code path ``code_path_name`` (None: the
-    libraries choose, as ``native``), in this process (see the module)."""
+    """Offline hub, ``threads`` threads for torch, numba and BLAS (none of them free to choose fewer at run time),
+    and the CPU code path ``code_path_name`` (None: the libraries choose, as ``native``), in this process (see the
+    module)."""
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise ValueError(f"a job needs at least 1 thread; got {threads!r}")
     early = [m for m in _READ_AT_IMPORT if m in sys.modules]
@@ -42,6 +43,7 @@ def prelude(threads: int, code_path_name: str | None = None) -> None:
         code_path(code_path_name)
     os.environ.update(OFFLINE)
     os.environ.update({name: str(threads) for name in THREAD_VARIABLES})  # torch starts with OMP_NUM_THREADS
+    os.environ.update(FIXED_COUNT)  # and MKL keeps them, whatever the load
     if "torch" in sys.modules:  # already started: its pool is set directly
         sys.modules["torch"].set_num_threads(threads)
 

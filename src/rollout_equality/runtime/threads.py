@@ -12,7 +12,11 @@ bits depend on the thread count. Three kinds of work, three rules:
   :func:`torch_threads`), so its bits do not depend on the count;
 * every **pool a job starts** (torch's intra-op pool, numba's, the BLAS pools of numpy) is sized to the job's threads
   by the job prelude (:func:`rollout_equality.runtime.prelude.prelude`, through :data:`THREAD_VARIABLES`), so that
-  jobs side by side do not oversubscribe the cores.
+  jobs side by side do not oversubscribe the cores;
+* and no pool may **choose fewer threads at run time** (:data:`FIXED_COUNT`): MKL's ``MKL_DYNAMIC`` is TRUE unless
+  set (MKL "may use fewer OpenMP threads than the maximum number you specify"), and torch turns it off only when
+  its thread count is set after it starts (``torch.set_num_threads``), which a training job never does; Intel names
+  ``MKL_DYNAMIC=FALSE`` and ``OMP_DYNAMIC=FALSE`` among the conditions of results that repeat run to run.
 
 This is the one statement of that rationale; the config's schema, the rules and docs/outputs.md link here.
 """
@@ -25,6 +29,8 @@ from typing import Iterator
 
 THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 """The variables each thread pool reads when it starts (torch starts its intra-op pool with ``OMP_NUM_THREADS``)."""
+FIXED_COUNT = {"MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE"}
+"""The variables that keep MKL and OpenMP on the thread count they were given (see the module)."""
 
 
 def job_threads() -> int:

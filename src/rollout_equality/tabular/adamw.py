@@ -25,6 +25,26 @@ HYPERPARAMETERS = ("lr", "betas", "eps", "weight_decay")
 """The keys of a parameter group that the update reads (``torch.optim.AdamW``'s names)."""
 
 
+def in_model_order(optimizer: torch.optim.Optimizer, model: torch.nn.Module) -> torch.optim.Optimizer:
+    """``optimizer`` with each parameter group's parameters in ``model.named_parameters()`` order (in place, before
+    the first step); returns it.
+
+    rtdl's ``make_parameter_groups`` builds the no-decay group from a Python ``set`` of parameters, whose order
+    follows the objects' addresses and so changes from process to process. The group order decides the order of
+    the optimiser's state (and of a saved optimiser), of each update's temporaries, and of the fingerprint's rows;
+    in the model's order it is the same in every process. Raises ValueError for a parameter the model does not
+    hold, or an optimiser that has already stepped."""
+    if optimizer.state:
+        raise ValueError("in_model_order reorders an optimiser before its first step; this one has stepped")
+    position = {p: i for i, (_, p) in enumerate(model.named_parameters())}
+    for group in optimizer.param_groups:
+        foreign = [tuple(p.shape) for p in group["params"] if p not in position]
+        if foreign:
+            raise ValueError(f"the optimiser holds parameters of shapes {foreign} that the model does not hold")
+        group["params"].sort(key=position.__getitem__)
+    return optimizer
+
+
 class PortableAdamW(torch.optim.Optimizer):
     """``torch.optim.AdamW``'s update in IEEE basic operations (see the module); the moments are kept in float64."""
 

@@ -35,7 +35,7 @@ from rollout_equality.runtime import digests
 from rollout_equality.runtime.device import deterministic_cuda
 from rollout_equality.runtime.files import atomic_path, progress, write_text
 from rollout_equality.runtime.provenance import provenance
-from rollout_equality.tabular.adamw import PortableAdamW
+from rollout_equality.tabular.adamw import PortableAdamW, in_model_order
 from rollout_equality.tabular.prepare import load_prepared
 
 log = logging.getLogger(__name__)
@@ -112,15 +112,22 @@ def score(manifest: dict[str, Any], pred: np.ndarray, y: np.ndarray) -> tuple[st
 
 
 def make_optimizer(model: torch.nn.Module, code_path: str, device: str) -> torch.optim.Optimizer:
-    """The recipe's optimiser (rtdl's default AdamW and its parameter groups); on the compatible code path on the
-    CPU, its update in IEEE basic operations (:class:`rollout_equality.tabular.adamw.PortableAdamW`), whose bits do
-    not depend on the processor."""
+    """The recipe's optimiser (rtdl's default AdamW and its parameter groups, each group's parameters in the model's
+    order: :func:`rollout_equality.tabular.adamw.in_model_order`); on the compatible code path on the CPU, its update
+    in IEEE basic operations (:class:`rollout_equality.tabular.adamw.PortableAdamW`), whose bits do not depend on
+    the processor."""
     if code_path not in choices("$defs", "code_path"):
         raise ValueError(f"code_path must be one of {choices('$defs', 'code_path')}; got {code_path!r}")
-    optimizer = model.make_default_optimizer()
+    optimizer = in_model_order(model.make_default_optimizer(), model)
     if code_path == "compatible" and device == "cpu":
         return PortableAdamW.like(optimizer)
     return optimizer
+
+
+def weights_sha256(model: torch.nn.Module) -> str:
+    """The SHA-256 (hex) of ``model``'s parameters: each one's float32 bytes on the CPU, in ``named_parameters()``
+    order. A training records it after every epoch, so that two machines' trainings can be compared epoch by epoch."""
+    return digests.of_buffers(p.detach().cpu().contiguous().numpy() for _, p in model.named_parameters())
 
 
 def train_ftt(
@@ -139,7 +146,8 @@ def train_ftt(
     published: dict | None = None,
 ) -> dict[str, Any]:
     """Train on a prepared table with the default optimiser and early stopping on validation; write the best
-    state to ``model_path`` and the scores and history to ``metrics_path``. ``code_path`` is the one this process
+    state to ``model_path`` and the scores and history (each epoch's loss, validation score and the SHA-256 of the
+    weights after it: :func:`weights_sha256`) to ``metrics_path``. ``code_path`` is the one this process
     runs (:func:`rollout_equality.runtime.code_paths.code_path`): it chooses the optimiser (:func:`make_optimizer`).
 
     Early stopping as the reference code's ``ProgressTracker(patience)``: training stops once more than
@@ -169,7 +177,7 @@ def train_ftt(
         epoch_times.append(time.perf_counter() - start)
         metric, val = score(manifest, predict(model, arrays, "val", device), arrays["y_val"])
         signed = val if PUBLISHED_HIGHER_IS_BETTER[metric] else -val
-        history.append({"epoch": epoch, "loss": loss.item(), f"val_{metric}": val})
+        history.append({"epoch": epoch, "loss": loss.item(), f"val_{metric}": val, "weights": weights_sha256(model)})
         if signed > best["val"]:
             best = {
                 "val": signed,
