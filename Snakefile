@@ -1,13 +1,13 @@
 # Reproduces "An equality condition for the Dobrushin bound on attention rollout and
 # how often it holds in trained transformers".
 #
-#   snakemake --cores 2 offline   # everything that runs without network
-#   snakemake --cores N           # the paper (default target `all`)
-#   snakemake --cores N suite_<name>   # the baseline and one suite of the config, e.g. one of your own
-#   snakemake --cores 2 dynamics_offline   # the dynamics study without network (`dynamics`: with ALBERT)
-#   snakemake --cores 2 supervision_offline   # one small ViT trained supervised and by DINO, measured (no network)
-#   snakemake --cores N ftt_ablation       # which FT-Transformer recipe choice moves the rate
-#   snakemake --cores 1 check_sources     # every hub / OpenML / scikit-learn source checked in seconds (`download` runs it first)
+#   .venv/bin/snakemake --cores 2 offline   # everything that runs without network
+#   .venv/bin/snakemake --cores N           # the paper (default target `all`)
+#   .venv/bin/snakemake --cores N suite_<name>   # the baseline and one suite of the config, e.g. one of your own
+#   .venv/bin/snakemake --cores 2 dynamics_offline   # the dynamics study without network (`dynamics`: with ALBERT)
+#   .venv/bin/snakemake --cores 2 supervision_offline   # one small ViT trained supervised and by DINO, measured (no network)
+#   .venv/bin/snakemake --cores N ftt_ablation       # which FT-Transformer recipe choice moves the rate
+#   .venv/bin/snakemake --cores 1 check_sources     # every hub / OpenML / scikit-learn source checked in seconds (`download` runs it first)
 #
 # Rules live in workflow/rules/*.smk; each calls one function of src/rollout_equality.
 
@@ -67,13 +67,13 @@ rule ftt_ablation:
 
 
 rule paper:
-    """The paper's PDF from the paper suite (needs TeX; see README)."""
+    """The paper's PDF from the paper suite (needs TeX: docs/reproducing-the-paper.md#tex)."""
     input:
         PAPER_PDF.format(suite="paper"),
 
 
 rule paper_offline:
-    """The paper's PDF built from the offline suite's numbers."""
+    """The paper's PDF built from the offline suite's numbers (needs TeX: docs/reproducing-the-paper.md#tex)."""
     input:
         PAPER_PDF.format(suite="offline"),
 

@@ -137,23 +137,27 @@ COMMANDS: dict[str, How] = {
         runs=tuple(f".venv/bin/snakemake --cores 2 {t}" for t in readme_targets()),
     ),
     "python -m tools.documents": How("run"),
+    ".venv/bin/python -m tools.documents": How("run"),
     ".venv/bin/rollout-equality compare docs/offline results/tables/offline": How(
         "run", "a reader's offline run whose tables are the kept ones (the offline suite takes more than a minute)"
     ),
     # docs/cluster.md
     ".venv/bin/snakemake --cores 4 download": How("dry", NETWORK),
-    ".venv/bin/rollout-equality slurm-profile --partition <partition> --account <account> --gpu-partition "
-    "<gpu-partition> --out profiles/site": How(
+    ".venv/bin/rollout-equality slurm-profile --partition <partition> --account <account> --out profiles/site": How(
         "run",
         "a site's names",
+        runs=(".venv/bin/rollout-equality slurm-profile --partition debug --account lab --out profiles/site",),
+    ),
+    ".venv/bin/rollout-equality slurm-profile --partition <partition> --account <account> --gpu-partition "
+    "<gpu-partition> --gpu-rules measure train_ftt measure_ftt --out profiles/site": How(
+        "run",
+        "a site's names (tests/workflow/test_cluster.py plans the block it opens, through the profile it makes)",
         runs=(
-            ".venv/bin/rollout-equality slurm-profile --partition debug --account lab --gpu-partition gpu --out "
-            "profiles/site",
+            ".venv/bin/rollout-equality slurm-profile --partition debug --account lab --gpu-partition gpu --gpu-rules "
+            "measure train_ftt measure_ftt --out profiles/site",
         ),
     ),
-    "rollout-equality slurm-profile --partition debug --no-account --gpu-partition gpu": How("run"),
     ".venv/bin/snakemake --profile profiles/site": How("dry", SLURM),
-    ".venv/bin/snakemake --profile profiles/site --rerun-incomplete": How("dry", SLURM),
     ".venv/bin/snakemake --profile profiles/gpu": How("stops", NO_GPU, says=NO_DRIVER, dry=False),
     ".venv/bin/snakemake --profile profiles/gpu <target>": How(
         "stops", NO_GPU, runs=(".venv/bin/snakemake --profile profiles/gpu offline",), says=NO_DRIVER, dry=False
@@ -165,12 +169,10 @@ COMMANDS: dict[str, How] = {
     ),
     ".venv/bin/pip install torch==2.14.1+cu128 torchvision==0.29.1+cu128 --index-url "
     "https://download.pytorch.org/whl/cu128": How("static", CUDA12),
-    "pip download --no-deps torch==2.14.1+cu128 --index-url https://download.pytorch.org/whl/cu128": How(
+    ".venv/bin/pip download --no-deps torch==2.14.1+cu128 --index-url https://download.pytorch.org/whl/cu128": How(
         "static", CUDA12
     ),
-    "snakemake --profile profiles/slurm": How("stops", "its placeholders are refused", says=UNFILLED),
-    "snakemake --profile profiles/slurm offline": How("stops", "its placeholders are refused", says=UNFILLED),
-    'pip install -e ".[slurm]"': How("dry", INSTALL),
+    ".venv/bin/snakemake --profile profiles/slurm": How("stops", "its placeholders are refused", says=UNFILLED),
     # docs/configuration.md
     ".venv/bin/snakemake --configfile my.yaml --cores N suite_mine": How(
         "dry", NETWORK, runs=(".venv/bin/snakemake --configfile my.yaml --cores 2 suite_mine",)
@@ -178,10 +180,10 @@ COMMANDS: dict[str, How] = {
     "--configfile my.yaml": How(
         "dry", "an overlay of a run of the paper suite", runs=("snakemake --cores 2 --configfile my.yaml",)
     ),
-    "snakemake --cores N offline --sdm conda": How(
+    ".venv/bin/snakemake --cores N offline --sdm conda": How(
         "stops",
         "conda cannot be installed here",
-        runs=("snakemake --cores 2 offline --sdm conda",),
+        runs=(".venv/bin/snakemake --cores 2 offline --sdm conda",),
         says="Is conda installed",
     ),
     # docs/dynamics.md, docs/results.md, config.yaml, the Snakefile
@@ -189,17 +191,18 @@ COMMANDS: dict[str, How] = {
     ".venv/bin/snakemake --cores 2 dynamics": How("dry", NETWORK),
     "snakemake --cores 2 supervision_offline": How("dry", SUPERVISION),
     "snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
-    "snakemake --cores N all --configfile overlays/ftt_ablation.yaml": How(
-        "dry", NETWORK, runs=("snakemake --cores 2 all --configfile overlays/ftt_ablation.yaml",)
+    ".venv/bin/snakemake --cores N all --configfile overlays/ftt_ablation.yaml": How(
+        "dry", NETWORK, runs=(".venv/bin/snakemake --cores 2 all --configfile overlays/ftt_ablation.yaml",)
     ),
     "snakemake --cores N ftt_ablation": How(
         "dry", "it trains 27 FT-Transformers", runs=("snakemake --cores 2 ftt_ablation",)
     ),
-    "snakemake --cores 2 dynamics_offline": How("dry", "the full-size random ALBERT takes minutes"),
-    "snakemake --cores N dynamics": How("dry", NETWORK, runs=("snakemake --cores 2 dynamics",)),
-    "snakemake --cores N": How("dry", NETWORK, runs=("snakemake --cores 2",)),
-    "snakemake --cores N suite_<name>": How(
-        "dry", NETWORK, runs=tuple(f"snakemake --cores 2 suite_{s}" for s in ("paper", "offline"))
+    ".venv/bin/snakemake --cores N ftt_ablation": How(
+        "dry", "it trains 27 FT-Transformers", runs=(".venv/bin/snakemake --cores 2 ftt_ablation",)
+    ),
+    ".venv/bin/snakemake --cores 2 supervision_offline": How("dry", SUPERVISION),
+    ".venv/bin/snakemake --cores N suite_<name>": How(
+        "dry", NETWORK, runs=tuple(f".venv/bin/snakemake --cores 2 suite_{s}" for s in ("paper", "offline"))
     ),
     "python docs/mpnet_bias.py": How("dry", PREPARED),
     "python docs/max_tv_pairs.py --out docs/offline/max_tv_pairs.csv": How("dry", PREPARED),
@@ -207,15 +210,17 @@ COMMANDS: dict[str, How] = {
         "dry", "minutes (four models prepared from their wheels); tests/acquire/test_trained_weights.py runs its checks"
     ),
     # README, Use the command line on your own model
-    "pip install ./rollout-equality": How("dry", INSTALL, runs=("pip install .",)),  # the clone is the checkout
-    "rollout-equality measure --model my-model --texts lines.txt --out r.parquet": How("run"),
-    "rollout-equality measure --help": How("run"),
+    ".venv/bin/pip install ./rollout-equality": How(
+        "dry", INSTALL, runs=(".venv/bin/pip install .",)
+    ),  # the clone is the checkout
+    ".venv/bin/rollout-equality measure --model my-model --texts lines.txt --out r.parquet": How("run"),
+    ".venv/bin/rollout-equality measure --help": How("run"),
     # docs/your-model.md
-    "rollout-equality measure --model facebook/dinov2-small --revision 150c8e7bb7cef2d30ec31b13a517af14840ee3f7 "
+    ".venv/bin/rollout-equality measure --model facebook/dinov2-small --revision 150c8e7bb7cef2d30ec31b13a517af14840ee3f7 "
     "--images a.jpg b.jpg --per-head --fusions mean,max,min --out r.parquet": How("mirror", HUB),
-    "rollout-equality measure --model timm/vit_base_patch16_224.orig_in21k_ft_in1k --backend timm --revision "
+    ".venv/bin/rollout-equality measure --model timm/vit_base_patch16_224.orig_in21k_ft_in1k --backend timm --revision "
     "e0bd370de6799e8d1f47a911174ff4c3708e2323 --images a.jpg b.jpg --out r.parquet": How("mirror", HUB),
-    "rollout-equality measure --model my-model --texts lines.txt --configfile analysis.yaml --out r.parquet": How(
+    ".venv/bin/rollout-equality measure --model my-model --texts lines.txt --configfile analysis.yaml --out r.parquet": How(
         "run"
     ),
     # docs/library.md
@@ -244,16 +249,15 @@ COMMANDS: dict[str, How] = {
     ),
     ".venv/bin/rollout-equality compare docs/offline/compatible results/tables/offline": How("run"),
     # docs/rehearsal.md, docs/reproducing-the-paper.md
-    "pip freeze": How("run"),
-    "python -m tools.documents --copy": How(
+    ".venv/bin/pip freeze": How("run"),
+    ".venv/bin/python -m tools.documents --copy": How(
         "stops", "it copies a finished offline run's outputs", says="missing (run `snakemake --cores 2 offline`"
     ),
-    "python -m tools.lock": How(
+    ".venv/bin/python -m tools.lock": How(
         "lock",
         "it resolves against the package index: the uv command it runs must be the one the lock's header names (what "
         "it made is checked against pyproject and lock-files.txt offline by tests/runtime/test_lock.py)",
     ),
-    "snakemake --cores 1 check_sources": How("rehearsal", REHEARSAL),
     ".venv/bin/python tests/hub_rehearsal/rehearse.py /tmp/rehearsal": How(
         "dry", "minutes; tests/workflow/test_rehearsal.py runs the rehearsal"
     ),
@@ -268,12 +272,10 @@ COMMANDS: dict[str, How] = {
         says="marked for report but does not exist",
     ),
     ".venv/bin/snakemake --cores N offline": How("dry", OFFLINE_SUITE, runs=(".venv/bin/snakemake --cores 2 offline",)),
-    "snakemake --cores 4 download": How("dry", NETWORK),
     ".venv/bin/rollout-equality check-sources --suite paper": How(
         "stops", "it asks the hub and OpenML", says="the table above says what to do"
     ),
     # profiles/
-    "pip install snakemake-executor-plugin-slurm": How("dry", INSTALL),
     ".venv/bin/snakemake --profile profiles/local <target>": How(
         "dry", OFFLINE_SUITE, runs=(".venv/bin/snakemake --profile profiles/local offline",)
     ),
@@ -403,13 +405,20 @@ def dry_form(segment: str) -> tuple[str, str]:
     raise AssertionError(f"no dry form for {segment!r}: classify its command otherwise")
 
 
+def bare(command: str) -> str:
+    """``command`` without the ``.venv/bin/`` of its program: the test's shell puts the clone's .venv/bin first on PATH,
+    so both forms run the same program."""
+    return command.removeprefix(".venv/bin/")
+
+
 def _key(segment: str, mode: str) -> str:
-    """What makes two segments run the same way: in a snakemake segment run dry, not .venv/bin/ (the reader's PATH
-    finds the same program) nor --cores (a dry run uses none)."""
+    """What makes two segments run the same way: not .venv/bin/ (the reader's PATH finds the same program), and in a
+    snakemake segment run dry, not --cores (a dry run uses none)."""
+    if mode in ("run", "dry", "stops"):
+        segment = bare(segment)
     words = shlex.split(segment)
     if mode not in ("dry", "stops") or Path(words[0]).name != "snakemake":
         return segment
-    words[0] = "snakemake"
     if "--cores" in words:
         i = words.index("--cores")
         del words[i : i + 2]
@@ -512,7 +521,7 @@ def test_documented_command_works(clone, tmp_path, mode, command, request):
         from tools.lock import UV_COMMAND
 
         header = re.search(r"^#    (uv pip compile .*)$", (REPO / "requirements/lock.txt").read_text(), flags=re.M)
-        assert command == "python -m tools.lock", command
+        assert command == ".venv/bin/python -m tools.lock", command
         assert header and header.group(1) == UV_COMMAND, f"requirements/lock.txt was made by another command: {header}"
         return
     if mode == "static":
@@ -572,20 +581,20 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
         assert quick_start_paths() and missing == [], (
             f"README's Quick start names these; the tiny run left none: {missing}"
         )
-    if command == "python -m tools.documents":
+    if bare(command) == "python -m tools.documents":
         # against the clone's index, which holds the working tree's edits (scratch.py): only what the run rewrote
         status = subprocess.run(
             ["git", "diff", "--name-only", "--", "docs", "README.md"], cwd=clone, capture_output=True, text=True
         )
         assert status.stdout == "", f"the generated documents are stale:\n{status.stdout}"
-    if command.startswith("rollout-equality baseline"):
+    if bare(command).startswith("rollout-equality baseline"):
         table = (clone / "b.csv").read_text().splitlines()
         assert table[0].startswith("n,") and [row.split(",")[0] for row in table[1:]] == ["4", "16"]
     if "pre-commit install" in command:
         assert (clone / ".git/hooks/pre-commit").exists()
     if command.endswith("--help"):  # README: it says how to use the command line outside a checkout
         assert "Outside a checkout" in res.stdout, res.stdout
-    elif command.startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
+    elif bare(command).startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
         written = ("r.parquet", "r.rollout.parquet", "r.heads.parquet", "r.heads.rollout.parquet")
         assert "wrote r.parquet and r.rollout.parquet; r.heads.parquet and r.heads.rollout.parquet" in res.stdout
         assert all((clone / name).exists() for name in written)
@@ -599,7 +608,7 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
         assert re.search(
             r"rows: (\d+) identical, 0 within uncertainty, 0 different, 0 other inputs, 0 missing", res.stdout
         )
-    if command.startswith("rollout-equality condition"):
+    if bare(command).startswith("rollout-equality condition"):
         assert '"holds"' in res.stdout
     if "suite_mine" in command:  # docs/configuration.md's overlay: one model in a suite of its own, no warning
         assert re.search(r"^measure\s+1$", res.stdout, flags=re.M) and "Warning: suites." not in res.stdout

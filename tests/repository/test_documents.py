@@ -335,3 +335,56 @@ def test_suite_time_splits_measure_at_its_log_lines(tmp_path, monkeypatch):
     first, jobs = suite_time.job_times(log)
     split = suite_time.measure_split(jobs["measure"], tmp_path)
     assert split == {"before the first batch": 5.0, "the batches": 21.0, "after the last": 2.0}
+
+
+def test_wall_time_estimates_spread_core_seconds_and_keep_the_longest_job():
+    """tools.documents.targets: on c cores the larger of the jobs' core-seconds over c and the longest job, plus the
+    rest held serial; on one GPU its jobs one after another beside the others on the host's cores."""
+    from tools.documents.targets import GPU_HOST_CORES, Job, cpu_wall, duration, duration_range, gpu_wall
+
+    jobs = [Job("measure", 10, 10, 2), Job("measure", 10, 20, 2), Job("train_ftt", 100, 300, 2)]
+    assert cpu_wall(jobs, 2) == (120, 330)  # one after another on the 2 cores of the reference machine
+    assert cpu_wall(jobs, 64, overhead=5) == (105, 305)  # all at once: the longest job, and the rest
+    assert cpu_wall([Job("random_baseline", 30, 30, 8)], 2) == (30, 30)  # 8 threads asked, 2 cores had
+    gpu = [Job("measure", 10, 10, 2, (1, 4)), Job("train_ftt", 100, 300, 2, (10, 40)), Job("x", 50, 50, 1)]
+    assert gpu_wall(gpu) == (50, 50)  # the CPU job is the longest
+    assert gpu_wall(gpu[:2], overhead=2) == (13, 46)
+    assert GPU_HOST_CORES >= 2
+    assert [duration(s) for s in (45, 600, 9000, 90000)] == ["45 s", "10 min", "2.5 h", "25 h"]
+    assert duration_range(480, 480) == "8 min" and duration_range(480, 4980) == "8–83 min"
+    assert duration_range(3300, 20520) == "55 min–5.7 h"
+
+
+def test_the_bibtex_is_written_from_citation_cff_and_its_comment_kept_current(tmp_path, monkeypatch):
+    from tools.documents import citation
+
+    cff = {
+        "title": "tool: a thing",
+        "authors": [{"name": "The tool authors"}],
+        "version": "1.2.3",
+        "license": "MIT",
+        "preferred-citation": {
+            "title": "A paper",
+            "authors": [{"family-names": "Doe", "given-names": "Jane"}, {"family-names": "Roe"}],
+            "year": 2030,
+            "doi": "10.48550/arxiv.3001.00001",
+            "url": "https://arxiv.org/abs/3001.00001",
+        },
+    }
+    text = citation.bibtex(cff)
+    assert text.startswith("@article{doe2030equality,\n  author = {Doe, Jane and Roe},\n  title = {A paper},\n")
+    assert "  journal = {arXiv preprint arXiv:3001.00001},\n" in text
+    assert (
+        "@software{tool,\n  author = {{The tool authors}},\n  title = {tool: a thing},\n  version = {1.2.3},\n" in text
+    )
+    assert "url" not in text.split("@software")[1]  # no repository URL stated, none made up
+    import yaml
+
+    path = tmp_path / "CITATION.cff"
+    path.write_text("# a header\n" + yaml.safe_dump(cff))
+    monkeypatch.setattr(citation, "CITATION", path)
+    once = citation.cff_text()
+    assert once.startswith("# a header\n" + citation.COMMENT_START + "\n#   @article{doe2030equality,\n")
+    path.write_text(once)
+    assert citation.cff_text() == once  # the comment is replaced, not added again
+    assert yaml.safe_load(once) == cff

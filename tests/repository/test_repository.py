@@ -27,7 +27,7 @@ def test_quick_start_installs_shows_a_result_runs_the_offline_suite_and_ci_runs_
     offline, compare = offline_and_compare.splitlines()
     assert " compare docs/offline results/tables/offline" in compare  # the run checked against the kept one
     assert "--configfile .test/config.yaml --directory tiny" in tiny and offline.endswith("snakemake --cores 2 offline")
-    assert own_model.startswith("rollout-equality measure --model ")
+    assert own_model.startswith(".venv/bin/rollout-equality measure --model ")
     text = (REPO / "README.md").read_text()
     tests = text.split("## Tests", 1)[1].split("\n## ", 1)[0]
     (install_and_test,) = [block.strip() for block in re.findall(r"```bash\n(.*?)```", tests, flags=re.S)]

@@ -4,6 +4,8 @@ GPU, a target that names nothing. A site profile's jobs on a real SLURM: tests/w
 (``test_the_site_profile_keeps_every_resource_of_profiles_slurm_on_a_real_slurm``, on the SLURM its runs start)."""
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ import yaml
 from conftest import REPO
 
 TINY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
+WOULD_BE_REFUSED = "Warning: this dry run plans jobs that a real run on this host would refuse: "
 
 
 def snakemake(workdir: Path, *args: str, cwd: Path = REPO, overlay: bool = True) -> subprocess.CompletedProcess:
@@ -62,6 +65,8 @@ def test_the_gpu_profile_plans_one_gpu_per_job_and_is_refused_on_a_host_without_
     workdir.mkdir()
     planned = snakemake(workdir, "--profile", "profiles/gpu", "offline", "-n", overlay=False)
     assert planned.returncode == 0, planned.stderr[-3000:]
+    said = planned.stdout + planned.stderr  # Snakemake's logger: either stream, by version
+    assert WOULD_BE_REFUSED in said and "this host has no NVIDIA driver" in said
     measure = planned.stdout.split("rule measure:")[1].split("\n\n")[0]
     assert "gpu=1" in measure and f"threads: {len(os.sched_getaffinity(0))}" in measure, measure
     assert "gpu=1" in planned.stdout.split("rule train_ftt:")[1].split("\n\n")[0]
@@ -70,6 +75,86 @@ def test_the_gpu_profile_plans_one_gpu_per_job_and_is_refused_on_a_host_without_
     assert res.returncode != 0 and "extraction.device: cuda and tabular.training.device: cuda ask for a CUDA GPU" in out
     assert "this host has no NVIDIA driver" in out and "rule " not in out
     assert sorted(p.name for p in workdir.iterdir() if p.name != ".snakemake") == ["config.yaml"]
+
+
+def test_a_dry_run_on_the_gpu_overlay_warns_that_the_run_would_be_refused(tmp_path):
+    """overlays/gpu.yaml on a host without an NVIDIA driver: a dry run plans every job (a plan is what it is asked for)
+    and warns, with the reason the real run gives; without the overlay it does not warn."""
+    from rollout_equality.runtime.device import nvidia_driver
+
+    if nvidia_driver() is not None:
+        pytest.skip("this host has an NVIDIA driver: the warning is of a host without one")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(TINY, sort_keys=False))
+    gpu = [str(tmp_path / "config.yaml"), str(REPO / "overlays/gpu.yaml")]
+    planned = snakemake(tmp_path, "--cores", "2", "offline", "-n", "--configfile", *gpu, overlay=False)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    warning = next(line for line in (planned.stdout + planned.stderr).splitlines() if WOULD_BE_REFUSED in line)
+    assert "extraction.device: cuda and tabular.training.device: cuda ask for a CUDA GPU" in warning
+    assert "rule measure:" in planned.stdout and "gpu=1" in planned.stdout.split("rule measure:")[1].split("\n\n")[0]
+    on_cpus = snakemake(tmp_path, "--cores", "2", "offline", "-n")
+    assert on_cpus.returncode == 0 and WOULD_BE_REFUSED not in on_cpus.stdout + on_cpus.stderr, on_cpus.stderr[-3000:]
+
+
+def cluster_gpu_block() -> list[str]:
+    """docs/cluster.md's commands for GPUs (its section "With GPUs"), as written."""
+    text = (REPO / "docs/cluster.md").read_text().split("## With GPUs", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    return [re.split(r"\s{2,}#", line)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_documented_gpu_block_plans_every_gpu_job_in_the_gpu_partition_dry(tmp_path):
+    """docs/cluster.md's GPU block, as written (the site's names filled in; the tiny config's offline suite for its
+    target, as a dry run plans it): every job that claims a GPU is planned in the GPU partition, measure among them,
+    and no planned job claims a GPU elsewhere. Without the block's --gpu-rules the check finds FT-Transformer's
+    jobs claiming a GPU in the CPU partition."""
+    make, run = [c for c in cluster_gpu_block() if "slurm-profile" in c or "--profile profiles/site" in c][:2]
+    words = shlex.split(make.replace("<partition>", "debug").replace("<account>", "lab"))
+    words = [w.replace("<gpu-partition>", "gpu") for w in words]
+    assert words[0] == ".venv/bin/rollout-equality" and words[1] == "slurm-profile", make
+    site = tmp_path / "site"
+    made = subprocess.run(
+        [sys.executable, "-m", "rollout_equality", *words[1:-2], "--base", str(REPO / "profiles/slurm/config.yaml")]
+        + ["--out", str(site)],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    run_words = shlex.split(run)
+    assert run_words[:3] == [".venv/bin/snakemake", "--profile", "profiles/site"], run
+    overlays = [str(REPO / w) for w in run_words[run_words.index("--configfile") + 1 :]]
+    assert overlays == [str(REPO / "overlays/gpu.yaml")], run
+
+    def planned(profile: Path) -> list[dict[str, str]]:
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump(TINY, sort_keys=False))
+        res = snakemake(
+            tmp_path, "--profile", str(profile), "offline", "-n", "--configfile", str(tmp_path / "config.yaml"),
+            *overlays, overlay=False,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert WOULD_BE_REFUSED not in res.stdout + res.stderr  # a cluster run is not checked on the submitting host
+        jobs = []
+        for block in res.stdout.split("\nrule ")[1:]:
+            resources = re.search(r"^\s+resources: (.*)$", block, flags=re.M)
+            found = dict(r.split("=", 1) for r in resources.group(1).split(", ")) if resources else {}
+            jobs.append({"rule": block.split(":", 1)[0], **found})
+        return jobs
+
+    def misplaced(jobs: list[dict[str, str]]) -> list[str]:
+        return sorted({j["rule"] for j in jobs if j.get("gpu", "0") != "0" and j.get("slurm_partition") != "gpu"})
+
+    jobs = planned(site)
+    on_gpu = {j["rule"] for j in jobs if j.get("gpu") == "1" and j.get("slurm_partition") == "gpu"}
+    assert "measure" in on_gpu and misplaced(jobs) == [], (on_gpu, misplaced(jobs))
+    # the same overlay through a site profile made without the block's --gpu-rules: FT-Transformer's jobs claim a GPU
+    # in the CPU partition, and the check says so
+    bare = [w for w in words[1:-2] if w not in ("train_ftt", "measure_ftt")]
+    subprocess.run(
+        [sys.executable, "-m", "rollout_equality", *bare, "--base", str(REPO / "profiles/slurm/config.yaml")]
+        + ["--out", str(tmp_path / "bare")],
+        check=True,
+        capture_output=True,
+    )
+    assert misplaced(planned(tmp_path / "bare")) == ["measure_ftt", "train_ftt"]
 
 
 def test_a_misspelt_target_is_refused_before_any_job(tmp_path):

@@ -8,11 +8,14 @@ typed by hand.
                                                     # kept.COPIED: the offline suite, the offline dynamics study)
 
 * ``docs/configuration.md``: every key of ``src/rollout_equality/config/config.schema.yaml`` (:mod:`.configuration`).
-* ``docs/results.md``, ``docs/dynamics.md``, ``README.md``, ``docs/targets.md``, ``docs/reproducing-the-paper.md``
-  and ``docs/outputs.md``: the templates ``docs/results.in.md``, ``docs/dynamics.in.md``, ``README.in.md``,
-  ``docs/targets.in.md``, ``docs/reproducing-the-paper.in.md`` and ``docs/outputs.in.md`` with every ``{name}`` filled in (:mod:`.fill`)
-  by the values of :mod:`.results`, :mod:`.dynamics`, :mod:`.reproducing` and :mod:`.outputs`, computed from the outputs kept in docs/offline/ and docs/ftt_ablation/ (:mod:`.kept`),
-  config.yaml and the libraries.
+* ``docs/results.md``, ``docs/dynamics.md``, ``README.md``, ``docs/targets.md``, ``docs/costs.md``,
+  ``docs/reproducing-the-paper.md`` and ``docs/outputs.md``: the templates ``docs/results.in.md``,
+  ``docs/dynamics.in.md``, ``README.in.md``, ``docs/targets.in.md``, ``docs/costs.in.md``,
+  ``docs/reproducing-the-paper.in.md`` and ``docs/outputs.in.md`` with every ``{name}`` filled in (:mod:`.fill`)
+  by the values of :mod:`.results`, :mod:`.readme`, :mod:`.targets`, :mod:`.dynamics`, :mod:`.reproducing` and
+  :mod:`.outputs`, computed from the outputs kept in docs/offline/ and docs/ftt_ablation/ (:mod:`.kept`),
+  config.yaml, the kept size of the environment and the libraries.
+* ``CITATION.cff``'s BibTeX comment, from its own fields (:mod:`.citation`).
 
 A new generated document is one entry of :data:`TEMPLATES` (a template and the function that computes its values)
 or of :data:`GENERATED` (a function that writes the whole document).
@@ -23,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from rollout_equality.runtime.files import write_text
-from tools.documents import dynamics, outputs, reproducing, results
+from tools.documents import citation, dynamics, outputs, readme, reproducing, results, targets
 from tools.documents.configuration import configuration_md
 from tools.documents.fill import COMMAND, fill
 from tools.documents.kept import DOCS, REPO
@@ -32,8 +35,9 @@ TEMPLATES: dict[str, tuple[str, Callable[[], dict[str, str]]]] = {
     # generated document (path under docs/) -> (its template, under docs/; the function computing its values)
     "results.md": ("results.in.md", results.results_values),
     "dynamics.md": ("dynamics.in.md", dynamics.dynamics_values),
-    "../README.md": ("../README.in.md", results.readme_values),
-    "targets.md": ("targets.in.md", results.readme_values),
+    "../README.md": ("../README.in.md", readme.readme_values),
+    "targets.md": ("targets.in.md", targets.targets_values),
+    "costs.md": ("costs.in.md", targets.costs_values),
     "reproducing-the-paper.md": ("reproducing-the-paper.in.md", reproducing.reproducing_values),
     "outputs.md": ("outputs.in.md", outputs.outputs_values),
 }
@@ -51,6 +55,7 @@ def render(name: str, values: Mapping[str, str] | None = None) -> str:
 
 GENERATED: dict[str, Callable[[], str]] = {
     "configuration.md": configuration_md,
+    "../CITATION.cff": citation.cff_text,
     **{name: (lambda n=name: render(n)) for name in TEMPLATES},
 }
 """The generated documents, by path under docs/: the function that writes each."""

@@ -113,8 +113,8 @@ def reproducing_values() -> dict[str, str]:
     by_dataset: dict[str, list[str]] = {}
     for e in config["suites"][suite]:
         by_dataset.setdefault(e["dataset"], []).append(f"`{e['model']}`")
-    v["paper_experiments"] = "; ".join(
-        f"{and_(models)} on {config['datasets'][d]['n']} {INPUTS[config['datasets'][d]['modality']]} of `{d}`"
+    v["paper_experiments"] = "\n".join(
+        f"- {config['datasets'][d]['n']} {INPUTS[config['datasets'][d]['modality']]} of `{d}`: {', '.join(models)}"
         for d, models in by_dataset.items()
     )
 
@@ -161,10 +161,10 @@ def reproducing_values() -> dict[str, str]:
     }
     branches = [f"`{name}`" for name, revision in revisions.items() if not hub.COMMIT.fullmatch(revision)]
     v["pinned"] = (
-        f"Every one of the {len(revisions)} hub models and data sets is pinned to a commit"
+        f"Every one of the {len(revisions)} hub models and data sets is pinned to a commit."
         if not branches
         else f"{len(revisions) - len(branches)} of the {len(revisions)} hub models and data sets are pinned to a "
-        f"commit ({and_(branches)} follow{'s' if len(branches) == 1 else ''} a branch)"
+        f"commit. {and_(branches)} follow{'s' if len(branches) == 1 else ''} a branch."
     )
     entries = {"models": config["models"], "datasets": config["datasets"], "tables": tables}
     local, settings = [], {}
@@ -178,8 +178,8 @@ def reproducing_values() -> dict[str, str]:
                 local.append(f"`{name}`")
     local += [f"the recipe ablation's `{t}` under its {len(s)} settings" for t, s in settings.items()]
     v["local_sources"] = (
-        f"The suite's other sources ({and_(local)}) need no network: their files come with installed packages "
-        "or are on disk."
+        "The suite's other sources need no network. Their files come with installed packages, or are on disk:\n\n"
+        + "\n".join(f"- {name}" for name in local)
         if local
         else "The suite has no other source."
     )
@@ -196,6 +196,6 @@ def reproducing_values() -> dict[str, str]:
     wheels = sorted({ref.split(":")[1] for ref in offline["source"]["imagenet_files"] if ref.startswith("dist:")})
     v["imagenet_offline"] = (
         f"the {offline['n']} ImageNet photographs of `imagenet_photos`, shipped in the "
-        f"{and_([f'`{w}`' for w in wheels])} wheel (a data wheel of `requirements/offline-data.txt`)"
+        f"{and_([f'`{w}`' for w in wheels])} [data wheel](glossary.md#data-wheels)"
     )
     return v

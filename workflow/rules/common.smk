@@ -56,17 +56,17 @@ TABLES = resolved_tables(config)  # every table: tabular.datasets and the ablati
 ABLATION = config["tabular"].get("ablation")
 ALBERT_SUITES = config["dynamics"]["albert"]["suites"]
 
-# A local run whose settings ask for a GPU (overlays/gpu.yaml) on a host that cannot give one stops before any job.
-if (
-    executor(sys.argv, os.environ, Path(workflow.main_snakefile).parent) == "local"
-    and not workflow.output_settings.dryrun
-):
+# A local run whose settings ask for a GPU (overlays/gpu.yaml) on a host that cannot give one stops before any job;
+# a dry run of it plans, and warns that the run would be refused.
+if executor(sys.argv, os.environ, Path(workflow.main_snakefile).parent) == "local":
     _devices = {"extraction.device": config["extraction"]["device"]}
     _devices.update({f"tabular.training.device ({t})": TABLES[t]["training"]["device"] for t in TABLES})
     _asked = sorted({f"{key.split(' (')[0]}: {d}" for key, d in _devices.items() if d.startswith("cuda")})
     _problem = local_gpu_problem(_asked)
-    if _problem:
+    if _problem and not workflow.output_settings.dryrun:
         raise WorkflowError(_problem)
+    if _problem and workflow.is_main_process:
+        logger.warning(f"Warning: this dry run plans jobs that a real run on this host would refuse: {_problem}")
 
 
 def command_line_targets():
