@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import rollout_equality.condition.kernels as K
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine, _analyse, equality_condition, kappa
+from rollout_equality.condition.kernels.sweep import _block_tv
 
 FIELDS = ("kappa", "kappa_half", "bound", "slack", "n_max_pairs", "witness", "holds", "holds_direct")
 
@@ -182,7 +183,7 @@ def test_screen_bound_holds(n):
             A32 = A.astype(np.float32)
             tv32 = np.zeros((n, n), np.float32)
             for b in range((n + 3) // 4):
-                K._block_tv32(A32, tv32, 4 * b, np.float32(1.0))
+                _block_tv(A32, tv32, 4 * b, np.float32(1.0))  # the sweep's float32 compilation
             tv64 = K.upper_tv(A)
             c1, c2 = K.screen_bound(n, A.sum(axis=1).max())
             iu = np.triu_indices(n, 1)

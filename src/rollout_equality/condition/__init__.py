@@ -1,7 +1,7 @@
 """The condition and its records: the mathematics of the paper and what one measurement writes.
 
 * :mod:`.dobrushin` — κ, the equality condition, restriction to content tokens, rollout (the public API);
-* :mod:`.kernels` — the compiled (numba) kernels behind it;
+* :mod:`.kernels` — the compiled (numba) kernels behind it: the sweep, the float32 screen, the batch, restriction;
 * :mod:`.naive` — a direct numpy transcription of the definitions, the oracle of tests and benchmarks;
 * :mod:`.baseline` — uniformly random stochastic matrices;
 * :mod:`.records` — the records' schema: one row per (input, layer, token set), and the rollout rows;
