@@ -32,9 +32,8 @@ import torch
 from _timing import interleaved_medians, table_row
 
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine
-from rollout_equality.condition.heads import FUSIONS, OFF, HeadSettings
 from rollout_equality.config.load import load_config
-from rollout_equality.config.settings import Condition, from_section
+from rollout_equality.config.settings import FUSIONS, OFF, Condition, HeadSettings, from_section
 from rollout_equality.measure import measure_inputs
 
 REPO = Path(__file__).resolve().parents[1]

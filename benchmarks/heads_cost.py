@@ -23,8 +23,9 @@ import torch
 import yaml
 from _timing import interleaved_medians, machine, median_time
 
-from rollout_equality.condition.heads import HeadSettings, analyse_head_inputs
+from rollout_equality.condition.heads import analyse_head_inputs
 from rollout_equality.condition.records import analyse_inputs
+from rollout_equality.config.settings import HeadSettings
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -296,5 +296,5 @@ def test_fusions_outside_the_schemas_are_refused_naming_the_allowed_ones(cwd, ca
         measure("--model", "m", "--texts", "lines.txt", "--fusions", given)
     assert stop.value.code == 2
     err = capsys.readouterr().err
-    assert f"argument --fusions: {given!r}: give distinct names among mean, max, min" in err and message in err, err
+    assert f"argument --fusions: {given!r}: give distinct fusions among mean, max, min" in err and message in err, err
     assert not (cwd / "out").exists()

@@ -17,10 +17,7 @@ import numpy as np
 from rollout_equality.config.load import load_config
 from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR, companions, snakemake_command
 from rollout_equality.config.profiles import GPU_RULES
-from rollout_equality.config.schema import choices
-
-FUSION_NAMES = choices("$defs", "fusions", "items")
-"""The head fusions the schema allows (``--fusions``)."""
+from rollout_equality.config.settings import FUSIONS, HeadSettings
 
 
 def _cmd_condition(args: argparse.Namespace) -> int:
@@ -85,7 +82,6 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     code_path(extraction.code_path)
 
     from rollout_equality.acquire.extract import load
-    from rollout_equality.condition.heads import HeadSettings
     from rollout_equality.measure import measure, measure_and_write, model_record, resolve_overlap
     from rollout_equality.runtime.device import resolve_device
     from rollout_equality.runtime.files import logging_to
@@ -152,18 +148,12 @@ def analysis_of(args: argparse.Namespace, config: dict, model: str, dataset: str
 
 
 def fusions_flag(text: str) -> list[str]:
-    """``--fusions``: comma-separated names, checked against the schema's ``$defs.fusions`` (the allowed names, each
-    once, ``mean`` among them) as config.yaml's ``analysis.fusions`` is."""
-    from rollout_equality.config.load import checked
-
-    names = [part.strip() for part in text.split(",")]
+    """``--fusions``: comma-separated names, checked by the settings record
+    (:class:`rollout_equality.config.settings.HeadSettings`), as every list of fusions the library takes."""
     try:
-        return checked(("$defs", "fusions"), "--fusions", names)
+        return list(HeadSettings(fusions=tuple(part.strip() for part in text.split(","))).fusions)
     except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: give distinct names among {', '.join(FUSION_NAMES)} separated by commas, mean among them "
-            f"(the head-averaged records, always measured) ({err})"
-        ) from None
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
 
 
 def cache_dir() -> Path:
@@ -469,8 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fusions",
         type=fusions_flag,
-        metavar=",".join(FUSION_NAMES),
-        help=f"the head fusions tested, comma-separated among {', '.join(FUSION_NAMES)}, mean included (its records "
+        metavar=",".join(FUSIONS),
+        help=f"the head fusions tested, comma-separated among {', '.join(FUSIONS)}, mean included (its records "
         "are --out's); max and min fuse the heads as vit-explain's head_fusion does (default: the config's "
         "analysis.fusions for this experiment)",
     )

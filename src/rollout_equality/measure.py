@@ -15,10 +15,10 @@ import numpy as np
 
 from rollout_equality.acquire.extract import Extractor, load
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine
-from rollout_equality.condition.heads import OFF, HeadSettings, analyse_head_inputs, write_head_records
+from rollout_equality.condition.heads import analyse_head_inputs, write_head_records
 from rollout_equality.condition.records import TOKEN_SETS, analyse_inputs, write_records
 from rollout_equality.config.paths import MODEL_INFO, snakemake_command
-from rollout_equality.config.settings import Condition, Extraction
+from rollout_equality.config.settings import OFF, Condition, Extraction, HeadSettings
 from rollout_equality.runtime.device import resolve_device
 from rollout_equality.runtime.files import atomic_path, progress
 from rollout_equality.runtime.provenance import provenance
@@ -76,7 +76,7 @@ def measure_inputs(
 
     Returns a :class:`Measured`: layer rows, rollout rows, dumped attention of the first ``dump_inputs``
     inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``, and, where ``heads`` asks for them
-    (:class:`rollout_equality.condition.heads.HeadSettings`), the per-head and fused rows (the extractor then keeps every
+    (:class:`rollout_equality.config.settings.HeadSettings`), the per-head and fused rows (the extractor then keeps every
     head's attention: memory grows by the heads' count; the head-averaged rows are the same bit for bit).
     Memory stays bounded by two batches of attention maps.
 

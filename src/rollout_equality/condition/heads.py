@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -44,63 +43,23 @@ from rollout_equality.condition.dobrushin import (
     restrict,
 )
 from rollout_equality.condition.records import FUSION_ROLLOUT_SCHEMA, HEAD_SCHEMA, TOKEN_SETS, _token_set, depth_rows
-from rollout_equality.config.schema import choices
+from rollout_equality.config.settings import FUSIONS, HeadSettings
 
-FUSIONS = choices("$defs", "fusions", "items")
-"""The head fusions, in table order (the schema's); ``mean`` is the paper's (the head-averaged records)."""
-
-PAPER_FUSION = "mean"
-
-
-@dataclass(frozen=True)
-class HeadSettings:
-    """What the analysis measures beyond the head-averaged records of one experiment (config ``analysis``)."""
-
-    per_head: bool = False
-    """Records of every head's own attention."""
-
-    fusions: tuple[str, ...] = (PAPER_FUSION,)
-    """The fusions measured; ``mean`` (the head-averaged records) always, the others in the heads file."""
-
-    def __post_init__(self) -> None:
-        fusions = tuple(self.fusions)
-        unknown = [f for f in fusions if f not in FUSIONS]
-        if unknown or PAPER_FUSION not in fusions or len(set(fusions)) != len(fusions):
-            raise ValueError(
-                f"fusions must be distinct names among {FUSIONS} and include {PAPER_FUSION!r} (the head-averaged "
-                f"records); got {list(fusions)}"
-            )
-        object.__setattr__(self, "fusions", fusions)
-
-    @property
-    def extra_fusions(self) -> tuple[str, ...]:
-        """The fusions other than ``mean``, in :data:`FUSIONS` order: those this module measures."""
-        return tuple(f for f in FUSIONS if f in self.fusions and f != PAPER_FUSION)
-
-    @property
-    def on(self) -> bool:
-        """Whether anything beyond the head-averaged records is measured (then the extractor keeps every head)."""
-        return self.per_head or bool(self.extra_fusions)
-
-    @classmethod
-    def from_config(cls, values: dict[str, Any] | None) -> "HeadSettings":
-        """From a resolved ``{per_head, fusions}`` (:func:`rollout_equality.config.checks.experiment_analysis`)."""
-        values = values or {}
-        return cls(per_head=bool(values.get("per_head", False)), fusions=tuple(values.get("fusions", [PAPER_FUSION])))
-
-
-OFF = HeadSettings()
+REDUCTIONS = {"mean": np.mean, "max": np.max, "min": np.min}
+"""Each fusion's entrywise reduction over the heads; its names are :data:`rollout_equality.config.settings.FUSIONS`
+(checked at import)."""
+if tuple(REDUCTIONS) != FUSIONS:
+    raise ImportError(f"REDUCTIONS names {tuple(REDUCTIONS)}, the schema's fusions {FUSIONS}: make them one")
 
 
 def fuse(heads: Any, fusion: str, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) -> np.ndarray:
     """The fused matrix of every head's attention, each row renormalised to sum to 1.
 
-    heads: (..., H, n, n) row-stochastic (each head's attention). fusion: ``mean``, ``max`` or ``min``.
-    Returns float64 (..., n, n), row-stochastic. Raises ValueError for another fusion, or when a fused row has no
-    mass (``min``: every entry of the row is 0 in some head), naming the row.
+    heads: (..., H, n, n) row-stochastic (each head's attention). fusion: a name of :data:`REDUCTIONS` (a
+    :class:`rollout_equality.config.settings.HeadSettings` holds only those; another raises KeyError).
+    Returns float64 (..., n, n), row-stochastic. Raises ValueError when a fused row has no mass (``min``: every
+    entry of the row is 0 in some head), naming the row.
     """
-    if fusion not in FUSIONS:
-        raise ValueError(f"fusion must be one of {FUSIONS}; got {fusion!r}")
     A = check_stochastic(heads, row_sum_atol, name="heads")
     if A.ndim < 3:
         raise ValueError(f"heads must have shape (..., H, n, n); got {A.shape}")
@@ -109,7 +68,7 @@ def fuse(heads: Any, fusion: str, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL) ->
 
 def _fuse_checked(A: np.ndarray, fusion: str) -> np.ndarray:
     """:func:`fuse` of heads ``A`` (float64 (..., H, n, n)) that :func:`check_stochastic` has already accepted."""
-    fused = {"mean": np.mean, "max": np.max, "min": np.min}[fusion](A, axis=-3)
+    fused = REDUCTIONS[fusion](A, axis=-3)
     mass = fused.sum(axis=-1, keepdims=True)
     empty = mass[..., 0] <= 0
     if empty.any():

@@ -72,7 +72,7 @@ def check_references(config: dict[str, Any]) -> None:
 
 
 ANALYSIS_KEYS = ("per_head", "fusions")
-"""The settings of the per-head and fused analysis (config ``analysis``; :class:`rollout_equality.condition.heads.HeadSettings`)."""
+"""The settings of the per-head and fused analysis (config ``analysis``; :class:`rollout_equality.config.settings.HeadSettings`)."""
 
 
 def _analysis(config: dict[str, Any], suite: str, entry: dict[str, Any] | None = None) -> dict[str, Any]:

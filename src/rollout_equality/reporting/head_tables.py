@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from rollout_equality.condition.baseline import wilson_interval
-from rollout_equality.condition.heads import FUSIONS, PAPER_FUSION
 from rollout_equality.config.paths import HEAD_TABLE_NAMES, HEAD_TABLES
+from rollout_equality.config.settings import FUSIONS, PAPER_FUSION
 from rollout_equality.reporting.writers import write_csv, write_html
 from rollout_equality.runtime.files import require_paths
 

@@ -28,9 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rollout_equality.condition.heads import OFF, HeadSettings
 from rollout_equality.config.schema import choices
-from rollout_equality.config.settings import Condition
+from rollout_equality.config.settings import OFF, Condition, HeadSettings
 from rollout_equality.runtime import digests
 from rollout_equality.runtime.device import deterministic_cuda
 from rollout_equality.runtime.files import atomic_path, progress, write_text
