@@ -37,13 +37,16 @@ log = logging.getLogger(__name__)
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
-# Weights in the order a loader prefers them: one file, or an index with the shards beside it.
-WEIGHT_CHOICES = (
-    ("model.safetensors", None),
-    ("model.safetensors.index.json", re.compile(r"[^/]+\.safetensors")),
-    ("pytorch_model.bin", None),
-    ("pytorch_model.bin.index.json", re.compile(r"pytorch_model[^/]*\.bin")),
+WEIGHT_FILES = (
+    ("model.safetensors", re.compile(r"[^/]+\.safetensors")),
+    ("pytorch_model.bin", re.compile(r"pytorch_model[^/]*\.bin")),
 )
+"""The PyTorch weights a loader reads, in the order it prefers them: each the file itself, or its index
+(``<file>.index.json``) with the shards its pattern matches beside it. The one list of weight file names:
+:mod:`rollout_equality.acquire.models` reads it too."""
+WEIGHT_NAMES = tuple(name for name, _ in WEIGHT_FILES)
+"""The names of :data:`WEIGHT_FILES`."""
+INDEX = ".index.json"
 # Besides the weights, a loader reads configuration, tokenizer and preprocessor files at the top
 # level: JSON (config, tokenizer, preprocessor), vocabularies and merges (.txt, .vocab, bpe.codes),
 # SentencePiece models (.model, .spm), tiktoken files, chat templates (.jinja). Indexes of other
@@ -155,17 +158,18 @@ def loader_files(repo_files: Iterable[str]) -> list[str]:
     files = sorted(set(repo_files))
     top = [f for f in files if "/" not in f]
     weights: list[str] | None = None
-    for main, shard in WEIGHT_CHOICES:
-        if main in top:
-            weights = [main] + ([f for f in top if shard.fullmatch(f)] if shard else [])
+    for name, shard in WEIGHT_FILES:
+        if name in top:
+            weights = [name]
+        elif name + INDEX in top:
+            weights = [name + INDEX] + [f for f in top if shard.fullmatch(f)]
+        if weights:
             break
     if weights is None:
-        raise HubError(
-            f"the repository holds no PyTorch weights (model.safetensors or pytorch_model.bin); files: {files}"
-        )
+        raise HubError(f"the repository holds no PyTorch weights ({' or '.join(WEIGHT_NAMES)}); files: {files}")
     if "config.json" not in top:
         raise HubError(f"the repository holds no config.json at its top level; files: {files}")
-    index_names = {main for main, _ in WEIGHT_CHOICES}
+    index_names = {name + suffix for name in WEIGHT_NAMES for suffix in ("", INDEX)}
     metadata = [
         f
         for f in top

@@ -88,7 +88,17 @@ class ModifiedFileError(RuntimeError):
 # timm loads (a model.safetensors added beside a recorded pytorch_model.bin is the one transformers takes), their
 # shard indexes, configuration, tokenizer and preprocessor files (hub.METADATA_SUFFIXES: .json, vocabularies,
 # SentencePiece models, ...). Such a file that was not prepared is refused.
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".onnx", ".h5", ".msgpack", ".gguf", ".npz")
+WEIGHT_SUFFIXES = (
+    *(Path(name).suffix for name in hub.WEIGHT_NAMES),
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".onnx",
+    ".h5",
+    ".msgpack",
+    ".gguf",
+    ".npz",
+)
 
 
 def loader_file(name: str) -> bool:
@@ -131,9 +141,6 @@ def verify_files(folder: Path, files: dict[str, dict[str, Any]], stamps: dict[st
     return hashed
 
 
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-
 def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Path, dict[str, Any]]:
     """A model shipped as a zip archive split over installed distributions, unpacked into ``out_dir``.
 
@@ -165,7 +172,7 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
         old = json.loads(record_path.read_text())
     except (OSError, ValueError):
         old = None
-    weights = next((out_dir / w for w in WEIGHT_FILES if (out_dir / w).is_file()), None)
+    weights = next((out_dir / w for w in hub.WEIGHT_NAMES if (out_dir / w).is_file()), None)
     same_request = old and old.get("root") == spec["root"] and old.get("parts") == list(spec["parts"])
     if (
         same_request
@@ -201,10 +208,10 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
                 "and in order"
             ) from err
         unpacked = Path(tmp) / spec["root"].strip("/")
-        weights = next((unpacked / w for w in WEIGHT_FILES if (unpacked / w).is_file()), None)
+        weights = next((unpacked / w for w in hub.WEIGHT_NAMES if (unpacked / w).is_file()), None)
         if weights is None:
             raise ModelUnavailableError(
-                f"model {name!r}: {spec['root']!r} in the archive holds no {' or '.join(WEIGHT_FILES)}"
+                f"model {name!r}: {spec['root']!r} in the archive holds no {' or '.join(hub.WEIGHT_NAMES)}"
             )
         record = {
             "parts": list(spec["parts"]),
