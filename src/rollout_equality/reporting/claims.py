@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from rollout_equality.condition.baseline import wilson_interval
+from rollout_equality.condition.baseline import interval_row
 from rollout_equality.config.checks import FTT_PREFIX, baseline_claim
 
 COLUMNS = ["claim", "subject", "paper", "ours", "status", "note"]
@@ -135,14 +135,15 @@ def _pooled_ftt_row(claim, subject: str, sel: pd.DataFrame) -> dict:
     """One row for the FT-Transformer runs of a table: every seed's input-layer pairs pooled (Wilson
     interval), the per-seed rates' range in the note."""
     low, high = claim["range"]
-    k, n = int(sel["holds"].sum()), int(sel["pairs"].sum())
-    ci_low, ci_high = wilson_interval(k, n)
+    n = int(sel["pairs"].sum())
+    pooled = interval_row(int(sel["holds"].sum()), n)
+    ci_low, ci_high = pooled["ci_low"], pooled["ci_high"]
     seeds = sel.sort_values("seed")
     spread = ", ".join(f"seed{s}: {r:.1%}" for s, r in zip(seeds["seed"], seeds["rate"]))
     return _row(
         claim,
         f"{subject} on {sel['dataset'].iloc[0]} ({len(sel)} seed{'' if len(sel) == 1 else 's'} pooled)",
-        _beside(_interval(k / n, ci_low, ci_high), side(low, high, ci_low, ci_high)),
+        _beside(_interval(pooled["rate"], ci_low, ci_high), side(low, high, ci_low, ci_high)),
         _status(low, high, ci_low, ci_high),
         f"seeds {seeds['rate'].min():.1%}–{seeds['rate'].max():.1%} ({spread}); {n} input-layer pairs",
     )

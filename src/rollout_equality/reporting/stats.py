@@ -8,23 +8,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rollout_equality.condition.baseline import wilson_interval
+from rollout_equality.condition.baseline import interval_row
 
 
 def _wilson_rows(groups, keys: list[str]) -> list[dict]:
     rows = []
     for key, g in groups:
-        k, n = int(g["holds"].sum()), len(g)
-        low, high = wilson_interval(k, n)
         rows.append(
             {
                 **dict(zip(keys, key)),
                 "inputs": int(g["input_id"].nunique()),
-                "pairs": n,
-                "holds": k,
-                "rate": k / n,
-                "ci_low": low,
-                "ci_high": high,
+                "pairs": len(g),
+                **interval_row(int(g["holds"].sum()), len(g)),
                 "agreement": float((g["holds"] == g["holds_direct"]).mean()),
             }
         )
@@ -86,17 +81,12 @@ def special_token_shares(records: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (model, dataset), g in both.groupby(["model", "dataset"], sort=True):
         g = g[~g["holds_all"].astype(bool)]
-        k, n = int(g["holds"].sum()), len(g)
-        low, high = wilson_interval(k, n) if n else (float("nan"), float("nan"))
         rows.append(
             {
                 "model": model,
                 "dataset": dataset,
-                "failing_all": n,
-                "content_holds": k,
-                "share": k / n if n else float("nan"),
-                "ci_low": low,
-                "ci_high": high,
+                "failing_all": len(g),
+                **interval_row(int(g["holds"].sum()), len(g), count="content_holds", share="share"),
             }
         )
     return pd.DataFrame(rows, columns=SPECIAL_TOKEN_COLUMNS)
