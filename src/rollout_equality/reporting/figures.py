@@ -322,6 +322,8 @@ def rollout_figure(rollout: pd.DataFrame, groups) -> plt.Figure:
     of κ(rollout) and of Π κ(½(I + A_l)) divided by the product bound Π ½(1 + κ(A_l)), against
     normalised depth, on one shared axis (1 = the bound is attained). Each group of :func:`run_groups` starts a new
     row of panels under its heading."""
+    from rollout_equality.reporting.stats import normalised_depth
+
     data = rollout[rollout["token_set"] == "all"]
     cols = min(max(len(runs) for _, runs in groups), 4)
     heights = [(len(runs) + cols - 1) // cols for _, runs in groups]
@@ -338,7 +340,7 @@ def rollout_figure(rollout: pd.DataFrame, groups) -> plt.Figure:
                 rollout=g["kappa_rollout"] / g["product_bound"], half=g["product_kappa_half"] / g["product_bound"]
             )
             med = ratio.groupby("depth")[["rollout", "half"]].median()
-            x = med.index / max(int(g["n_layers"].iloc[0]) - 1, 1)
+            x = normalised_depth(med.index, int(g["n_layers"].iloc[0]))
             ax.axhline(1, color="0.4", ls="--", lw=0.8)
             ax.plot(x, med["half"], ":", color="C3", lw=1.3, label="Π κ(½(I+A_l)) / bound")
             ax.plot(x, med["rollout"], "-", color="C0", lw=1.4, label="κ(rollout) / bound")

@@ -6,9 +6,17 @@ Pure functions of a records table (:mod:`rollout_equality.condition.records`); t
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from rollout_equality.condition.baseline import interval_row
+
+
+def normalised_depth(layer, n_layers):
+    """Layer ``layer`` (from 0) of a model of ``n_layers`` layers as a depth in [0, 1]: layer / (L − 1), 0 for a
+    model of one layer. Scalars and arrays (numpy, pandas) alike; the tables and figures that place a layer by
+    depth read it from here."""
+    return layer / np.maximum(n_layers - 1, 1)
 
 
 def _wilson_rows(groups, keys: list[str]) -> list[dict]:
@@ -59,7 +67,9 @@ def depth_rates(records: pd.DataFrame) -> pd.DataFrame:
     keys = ["model", "dataset", "token_set", "layer"]
     df = pd.DataFrame(_wilson_rows(records.groupby(keys, sort=True), keys))
     n_layers = records.groupby(["model", "dataset"])["n_layers"].first()
-    df["depth"] = [layer / max(n_layers[(m, d)] - 1, 1) for m, d, layer in zip(df["model"], df["dataset"], df["layer"])]
+    df["depth"] = [
+        normalised_depth(layer, n_layers[(m, d)]) for m, d, layer in zip(df["model"], df["dataset"], df["layer"])
+    ]
     return df
 
 

@@ -34,6 +34,7 @@ import torch
 from rollout_equality.condition.baseline import interval_row
 from rollout_equality.config.paths import SUPERVISION_REPORT
 from rollout_equality.reporting.compare import TABLES
+from rollout_equality.reporting.stats import normalised_depth
 from rollout_equality.runtime.files import require_paths
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def _by_depth(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         rows.append(
             {
                 **dict(zip([*keys, "layer"], key)),
-                "depth": float(g["layer"].iloc[0] / max(int(g["n_layers"].iloc[0]) - 1, 1)),
+                "depth": float(normalised_depth(g["layer"].iloc[0], int(g["n_layers"].iloc[0]))),
                 "seeds": len(per_seed),
                 "pairs": len(g),
                 **interval_row(int(g["holds"].sum()), len(g)),
@@ -87,7 +88,7 @@ def head_table(heads: pd.DataFrame) -> pd.DataFrame:
 
 def late_table(layer: pd.DataFrame, late_depth: float) -> pd.DataFrame:
     """``supervision_late``: of the failing input-layer pairs, how many at a normalised depth ≥ ``late_depth``."""
-    layer = layer.assign(depth=layer["layer"] / (layer["n_layers"] - 1).clip(lower=1))
+    layer = layer.assign(depth=normalised_depth(layer["layer"], layer["n_layers"]))
     rows = []
     for (objective, token_set), g in layer.groupby(["objective", "token_set"], sort=True):
         fails = g[~g["holds"].astype(bool)]
