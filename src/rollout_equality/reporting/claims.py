@@ -66,18 +66,31 @@ def paper_range(claim: Mapping[str, Any]) -> str:
     return f"{low:.0%}–{high:.0%}" if high - low > 0.03 else f"{(low + high) / 2:.0%}"
 
 
+def placement(low: float, high: float, ci_low: float, ci_high: float) -> str:
+    """Where the interval [ci_low, ci_high] lies against the claimed range [low, high]: ``above`` or ``below`` it
+    (it misses the range), ``within`` it or ``overlaps`` it (it meets the range), ``unknown`` for an interval that
+    is not a number. The one judgement of an interval against a range: the claims' status and side, the depth
+    figure and the generated documents read it."""
+    if ci_low > high:
+        return "above"
+    if ci_high < low:
+        return "below"
+    if low <= ci_low and ci_high <= high:
+        return "within"
+    if ci_high >= low and ci_low <= high:
+        return "overlaps"
+    return "unknown"
+
+
 def _status(low: float, high: float, ci_low: float, ci_high: float) -> str:
-    return "reproduced" if ci_high >= low and ci_low <= high else "not reproduced"
+    return "reproduced" if placement(low, high, ci_low, ci_high) in ("within", "overlaps") else "not reproduced"
 
 
 def side(low: float, high: float, ci_low: float, ci_high: float) -> str:
     """Where the interval [ci_low, ci_high] lies against the claimed range [low, high] when it misses it:
-    ``above the range`` or ``below the range``; ``""`` when it meets it."""
-    if ci_low > high:
-        return "above the range"
-    if ci_high < low:
-        return "below the range"
-    return ""
+    ``above the range`` or ``below the range``; ``""`` when it meets it (:func:`placement`)."""
+    where = placement(low, high, ci_low, ci_high)
+    return f"{where} the range" if where in ("above", "below") else ""
 
 
 def _beside(ours: str, where: str) -> str:
