@@ -234,10 +234,11 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
     import numpy as np
 
     from rollout_equality.condition.heads import analyse_head_inputs, write_head_records
-    from rollout_equality.condition.records import analyse_inputs, write_records
+    from rollout_equality.condition.records import analyse_inputs, read_records, write_records
     from rollout_equality.config.paths import HEAD_TABLES
     from rollout_equality.config.settings import HeadSettings
     from rollout_equality.reporting.head_tables import write_head_tables
+    from rollout_equality.reporting.stats import model_rates, with_seeds
     from tools.documents import results
 
     kept_folder = tmp_path / "offline"
@@ -268,6 +269,8 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
     for name in results.HEAD_FILES:
         key = "heads_png" if name == "heads.png" else next(k for k, v in HEAD_TABLES.items() if v.endswith(name))
         (kept_folder / name).write_bytes(out[key].read_bytes())
+    layer = pd.concat([read_records(p) for p in files["records"]], ignore_index=True)
+    with_seeds(model_rates(layer), layer).to_csv(kept_folder / "model_rates.csv", index=False)  # FT-Transformer's by seed
     text = results.heads_section()
     heads = pd.read_csv(kept_folder / "head_rates.csv").set_index(["model", "token_set"])
     trained = f"{100 * heads.loc[('minilm', 'content'), 'rate']:.0f}%"

@@ -8,7 +8,8 @@ import json
 
 import pandas as pd
 
-from rollout_equality.config.checks import model_kinds
+from rollout_equality.condition.records import seeded
+from rollout_equality.config.checks import FTT_PREFIX, model_kinds
 from rollout_equality.config.paths import HEAD_TABLES
 from rollout_equality.config.settings import FUSIONS
 from tools.documents.kept import (
@@ -115,7 +116,9 @@ def results_values() -> dict[str, str]:
     v["adult_val"] = f"{100 * tabular['datasets']['adult_uci']['split']['val']:.0f}"
     v["paper_split"] = split(tabular["split"])
     v["adult_openml"] = f"OpenML {tabular['datasets']['adult']['source']['openml']['id']}"
-    ftt = next(c for c in claims.values() if c["kind"] == "rate" and any(s.startswith("ftt:") for s in c["subjects"]))
+    ftt = next(
+        c for c in claims.values() if c["kind"] == "rate" and any(s.startswith(FTT_PREFIX) for s in c["subjects"])
+    )
     v["ftt_claim"] = f"{ftt['range'][0]:.0%}–{ftt['range'][1]:.0%}"
     adult = scores[scores["dataset"] == "adult_uci"].iloc[0]
     v["adult_accuracy"] = f"{adult['test']:.3f}"
@@ -126,7 +129,7 @@ def results_values() -> dict[str, str]:
     bc, di = (scores.loc[scores["dataset"] == t, "test"] for t in ("breast_cancer", "diabetes"))
     v["breast_cancer_accuracy"] = f"{bc.min():.3f}–{bc.max():.3f}"
     v["diabetes_rmse"] = f"{di.min():.1f}–{di.max():.1f}"
-    f = rates[rates["model"].str.startswith("ftt_seed")]
+    f = rates[seeded(rates)]
 
     def ftt_span(table: str, token_set: str) -> str:
         sel = f[(f["dataset"] == table) & (f["token_set"] == token_set)]["rate"]
@@ -179,16 +182,18 @@ def heads_section() -> str:
         )
     config = read_config()
     kinds = model_kinds(config["models"])
+    model_rates = pd.read_csv(OFFLINE / "model_rates.csv")
+    ftt_runs = set(model_rates.loc[seeded(model_rates), ["model", "dataset"]].itertuples(index=False, name=None))
     heads = pd.read_csv(OFFLINE / "head_rates.csv")
     agreement = pd.read_csv(OFFLINE / "head_agreement.csv")
     fusions = pd.read_csv(OFFLINE / "fusion_rates.csv")
     content = heads[heads["token_set"] == "content"]
 
-    def kind(model: str) -> str:
-        return "ftt" if model.startswith("ftt_seed") else kinds.get(model, "trained")
+    def kind(model: str, dataset: str) -> str:
+        return "ftt" if (model, dataset) in ftt_runs else kinds.get(model, "trained")
 
     def rates(df: pd.DataFrame, which: str) -> str | None:
-        picked = df[[kind(m) == which for m in df["model"]]]
+        picked = df[[kind(m, d) == which for m, d in zip(df["model"], df["dataset"])]]
         return f"{span(picked['rate'])}%" if len(picked) else None
 
     agree = agreement[agreement["token_set"] == "content"]

@@ -310,9 +310,17 @@ def read_records(path: str | os.PathLike):
     return pq.read_table(path).to_pandas()
 
 
+def seeded(frame):
+    """Which rows of ``frame`` (records, or a table of rates with the records' ``seed`` column) are a trained
+    FT-Transformer's: the runs with a training seed, the one way they are told apart (their model name,
+    ``ftt_seed<N>``, is a label)."""
+    return frame["seed"].notna()
+
+
 def run_seeds(records):
-    """(model, dataset, seed) of every seeded run (FT-Transformer) in a frame of records (layer or rollout)."""
-    runs = records.loc[records["seed"].notna(), ["model", "dataset", "seed"]].drop_duplicates()
+    """(model, dataset, seed) of every seeded run (FT-Transformer, :func:`seeded`) in a frame of records (layer or
+    rollout)."""
+    runs = records.loc[seeded(records), ["model", "dataset", "seed"]].drop_duplicates()
     return runs.astype({"seed": int}).reset_index(drop=True)
 
 

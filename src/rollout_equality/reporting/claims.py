@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from rollout_equality.condition.baseline import interval_row
+from rollout_equality.condition.records import seeded
 from rollout_equality.config.checks import FTT_PREFIX, baseline_claim
 
 COLUMNS = ["claim", "subject", "paper", "ours", "status", "note"]
@@ -183,9 +184,7 @@ def _rate_rows(claim, subject: str, rates: pd.DataFrame, label: str | None) -> l
     token_set = claim["token_set"]
     if subject.startswith(FTT_PREFIX):
         sel = rates[
-            (rates["dataset"] == subject.removeprefix(FTT_PREFIX))
-            & rates["seed"].notna()
-            & (rates["token_set"] == token_set)
+            (rates["dataset"] == subject.removeprefix(FTT_PREFIX)) & seeded(rates) & (rates["token_set"] == token_set)
         ]
         return [_pooled_ftt_row(claim, subject, sel)] if len(sel) else []
     rows = []
