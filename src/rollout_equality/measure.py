@@ -16,11 +16,11 @@ import numpy as np
 from rollout_equality.acquire.extract import Extractor, load
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine
 from rollout_equality.condition.heads import analyse_head_inputs, write_head_records
-from rollout_equality.condition.records import TOKEN_SETS, analyse_inputs, write_records
+from rollout_equality.condition.records import TOKEN_SETS, Dump, analyse_inputs, write_dump, write_records
 from rollout_equality.config.paths import MODEL_INFO, snakemake_command
 from rollout_equality.config.settings import OFF, Condition, Extraction, HeadSettings
 from rollout_equality.runtime.device import resolve_device
-from rollout_equality.runtime.files import atomic_path, progress
+from rollout_equality.runtime.files import progress
 from rollout_equality.runtime.provenance import provenance
 from rollout_equality.runtime.threads import job_threads, torch_threads
 
@@ -44,7 +44,8 @@ class Measured(NamedTuple):
 
     layer_rows: list[dict]
     rollout_rows: list[dict]
-    dump: dict[str, np.ndarray]
+    dump: dict[str, tuple[np.ndarray, np.ndarray]]
+    """The dumped inputs' attention by id, in input order (:class:`rollout_equality.condition.records.Dump`)."""
     head_rows: list[dict]
     """The heads file's rows (:data:`rollout_equality.condition.records.HEAD_SCHEMA`); none with the heads analysis off."""
     head_rollout_rows: list[dict]
@@ -74,8 +75,8 @@ def measure_inputs(
     ``dump_inputs``, ``overlap`` and ``batch_by_length`` are config.yaml's ``extraction`` settings, given by the
     caller (the workflow's through :func:`measure`); ``heads`` its ``analysis`` (default: head-averaged only).
 
-    Returns a :class:`Measured`: layer rows, rollout rows, dumped attention of the first ``dump_inputs``
-    inputs as arrays ``<id>/attention`` (L, n, n) float32 and ``<id>/special``, and, where ``heads`` asks for them
+    Returns a :class:`Measured`: layer rows, rollout rows, the attention of the first ``dump_inputs`` inputs by id
+    ((L, n, n) float32, the special-token mask), and, where ``heads`` asks for them
     (:class:`rollout_equality.config.settings.HeadSettings`), the per-head and fused rows (the extractor then keeps every
     head's attention: memory grows by the heads' count; the head-averaged rows are the same bit for bit).
     Memory stays bounded by two batches of attention maps.
@@ -161,9 +162,7 @@ def measure_inputs(
                     collect(*pending[:2], pending[2].result())
     layer_rows = [row for rows, _ in analysed_by_input for row in rows]
     rollout_rows = [row for _, ro in analysed_by_input for row in ro]
-    dump: dict[str, np.ndarray] = {}
-    for i in sorted(dumped):
-        dump[f"{ids[i]}/attention"], dump[f"{ids[i]}/special"] = dumped[i]
+    dump = {ids[i]: dumped[i] for i in sorted(dumped)}
     head_rows = [row for rows, _ in heads_by_input for row in rows]
     head_rollout_rows = [row for _, ro in heads_by_input for row in ro]
     return Measured(layer_rows, rollout_rows, dump, head_rows, head_rollout_rows)
@@ -242,9 +241,7 @@ def measure_and_write(
         "compute": provenance(device, threads=1 if overlap else threads),
     }
     if dump:
-        with atomic_path(dump) as tmp:
-            with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, model=np.array(model), dataset=np.array(dataset), **dumped)
+        write_dump(dump, Dump(model, dataset, dumped))
     if heads_path is not None:
         analysis = {"per_head": heads.per_head, "fusions": list(heads.fusions)}
         write_head_records(

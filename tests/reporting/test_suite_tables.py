@@ -218,7 +218,7 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     """Figures from records files; the paper's TeX check names the way out when TeX is missing."""
     import shutil as _shutil
 
-    from rollout_equality.condition.records import analyse_input, write_records
+    from rollout_equality.condition.records import Dump, analyse_input, read_dump, write_dump, write_records
     from rollout_equality.reporting import figures, paper
 
     rng = np.random.default_rng(0)
@@ -239,13 +239,8 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
         paths.append(path)
         rollouts.append(rollout_file)
     dump = tmp_path / "attention" / "m1" / "d.npz"
-    dump.parent.mkdir(parents=True)
-    np.savez(
-        dump,
-        model=np.array("m1"),
-        dataset=np.array("d"),
-        **{"x0/attention": layers.astype(np.float32), "x0/special": special},
-    )
+    write_dump(dump, Dump("m1", "d", {"x0": (layers, special)}))
+    assert read_dump(dump).inputs["x0"][0].dtype == np.float32 and read_dump(dump).model == "m1"
     out = {
         f"{name}_{ext}": tmp_path / "figs" / f"{name}.{ext}" for name in figures.SUITE_FIGURES for ext in ("pdf", "png")
     }

@@ -24,7 +24,7 @@ import json
 import os
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -40,7 +40,7 @@ from rollout_equality.condition.dobrushin import (
     restrict,
 )
 from rollout_equality.config.schema import choices
-from rollout_equality.runtime.files import write_parquet
+from rollout_equality.runtime.files import atomic_path, write_parquet
 
 TOKEN_SETS = choices("$defs", "token_set")
 """The token sets every input and layer is recorded on, in row order (the schema's)."""
@@ -322,6 +322,38 @@ def run_seeds(records):
     rollout)."""
     runs = records.loc[seeded(records), ["model", "dataset", "seed"]].drop_duplicates()
     return runs.astype({"seed": int}).reset_index(drop=True)
+
+
+class Dump(NamedTuple):
+    """An attention dump (:func:`write_dump`, :func:`read_dump`)."""
+
+    model: str
+    dataset: str
+    inputs: dict[str, tuple[np.ndarray, np.ndarray]]
+    """Input id → (head-averaged attention (L, n, n) float32, special-token mask (n,) bool), in the order written
+    (:func:`read_dump`: by id)."""
+
+
+def write_dump(path: str | os.PathLike, dump: Dump) -> None:
+    """Write the attention dump of a few inputs to ``path`` (``.npz``, atomically), self-describing: arrays ``model``
+    and ``dataset``, and per input ``<id>/attention`` and ``<id>/special``. The heatmap figure reads it
+    (:func:`read_dump`); this module owns the format."""
+    arrays = {}
+    for input_id, (attention, special) in dump.inputs.items():
+        arrays[f"{input_id}/attention"] = np.asarray(attention, dtype=np.float32)
+        arrays[f"{input_id}/special"] = np.asarray(special, dtype=bool)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, model=np.array(dump.model), dataset=np.array(dump.dataset), **arrays)
+
+
+def read_dump(path: str | os.PathLike) -> Dump:
+    """The attention dump written by :func:`write_dump`, its inputs in the order of their ids (none: a run that
+    dumped no input)."""
+    with np.load(path) as npz:
+        ids = sorted({k.rsplit("/", 1)[0] for k in npz.files if k.endswith("/attention")})
+        inputs = {i: (npz[f"{i}/attention"], npz[f"{i}/special"]) for i in ids}
+        return Dump(str(npz["model"]), str(npz["dataset"]), inputs)
 
 
 def read_metadata(path: str | os.PathLike) -> dict:
