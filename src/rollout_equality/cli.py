@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from rollout_equality.config.load import load_config
-from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR, companions, snakemake_command
+from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR, snakemake_command
 from rollout_equality.config.profiles import GPU_RULES
 from rollout_equality.config.settings import FUSIONS, HeadSettings
 
@@ -73,8 +73,6 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     them (:func:`rollout_equality.config.paths.companions`): the rollout records, the heads file and its rollout."""
     from rollout_equality.runtime.code_paths import code_path
 
-    out = Path(args.out)
-    beside = {key: Path(path) for key, path in companions(str(out)).items()}
     config = load_config(args.configfile)
     extraction, condition = _sections(args, "extraction", "condition", config=config)
     # Before torch, MKL, oneDNN and numba start (each reads its variable once), as the workflow's job prelude does:
@@ -82,9 +80,10 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     code_path(extraction.code_path)
 
     from rollout_equality.acquire.extract import load
-    from rollout_equality.measure import measure, measure_and_write, model_record, resolve_overlap
-    from rollout_equality.runtime.device import resolve_device
+    from rollout_equality.measure import Outputs, Reading, measure, measure_and_write, model_record
     from rollout_equality.runtime.files import logging_to
+
+    outputs = Outputs.beside(args.out)  # no attention dump
 
     with logging_to(args.log):
         modality = "text" if args.texts else "image" if args.images else None
@@ -100,33 +99,28 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         else:
             ids, inputs, dataset = _texts(Path(args.texts)) if args.texts else _images(args.images)
         heads = HeadSettings.from_config(analysis_of(args, config, name, dataset))
-        written = dict(heads=heads, heads_path=beside["heads"], heads_rollout_path=beside["heads_rollout"])
         if args.data:
             from rollout_equality.config.checks import run_inputs
 
             count = args.inputs if args.inputs is not None else run_inputs(config, name, dataset)
             rates = measure(
-                info, args.data, out, beside["rollout"], model=name, dataset=dataset,
-                extraction=extraction, condition=condition, model_rerun=rerun or None, inputs=count, **written,
+                info, args.data, outputs, model=name, dataset=dataset, extraction=extraction, condition=condition,
+                heads=heads, model_rerun=rerun or None, inputs=count,
             )  # fmt: skip
         else:
-            device = resolve_device(extraction.device)
-            extractor = load(info, device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend)
+            reading = Reading.of(extraction, modality)
+            extractor = load(
+                info, reading.device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend
+            )
             rates = measure_and_write(
-                extractor, ids, inputs, out, beside["rollout"], model=name, dataset=dataset,
-                model_record=model_record(info), dataset_record=dataset_record(dataset, ids, inputs),
-                condition=condition, device=device, threads=extraction.threads,
-                batch_size=extraction.batch_size,
-                settings={"max_tokens": extraction.max_tokens} if modality == "text" else None,
-                overlap=resolve_overlap(extraction.overlap, device), batch_by_length=extraction.batch_by_length,
-                dump_inputs=0,  # the command line writes no attention dump
-                **written,
+                extractor, ids, inputs, outputs, model=name, dataset=dataset, model_record=model_record(info),
+                dataset_record=dataset_record(dataset, ids, inputs), reading=reading, condition=condition, heads=heads,
             )  # fmt: skip
     extra = [*(["per head"] if heads.per_head else []), *(f"{f} fusion" for f in heads.extra_fusions)]
     print(
         f"{name}: the condition holds in {100 * rates['content']:.1f}% (content tokens) and {100 * rates['all']:.1f}% "
-        f"(all tokens) of input-layer pairs\nwrote {out} and {beside['rollout']}; "
-        f"{beside['heads']} and {beside['heads_rollout']} hold "
+        f"(all tokens) of input-layer pairs\nwrote {outputs.records} and {outputs.rollout}; "
+        f"{outputs.heads} and {outputs.heads_rollout} hold "
         + (f"the heads analysis ({', '.join(extra)})" if extra else "no rows (the heads analysis is off)")
     )
     return 0

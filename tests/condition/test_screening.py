@@ -375,16 +375,16 @@ def test_serial_twins_screen_as_the_parallel_kernels():
 
 
 def _records_both_ways(extractor, inputs):
-    """The layer and rollout records of each input (rollout_equality.condition.records.analyse_inputs, what rule measure
+    """The layer and rollout records of each input (rollout_equality.condition.analysis.analyse, what rule measure
     runs after each forward pass), screened and float64-only, from one forward pass."""
-    from rollout_equality.condition.records import analyse_inputs
+    from rollout_equality.condition.analysis import analyse
 
     with torch_inference():
         batch = extractor(inputs)
     ids = [f"x{i}" for i in range(len(inputs))]
-    ref = analyse_inputs(batch, ids, model="m", dataset="d", engine=FLOAT64)
-    got = analyse_inputs(batch, ids, model="m", dataset="d")
-    return [r for rows, _ in ref for r in rows], [r for _, ro in ref for r in ro], got
+    ref = analyse(batch, ids, model="m", dataset="d", engine=FLOAT64)
+    got = [records[:2] for records in analyse(batch, ids, model="m", dataset="d")]
+    return [r for records in ref for r in records.layer], [r for records in ref for r in records.rollout], got
 
 
 def torch_inference():

@@ -218,7 +218,8 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     """Figures from records files; the paper's TeX check names the way out when TeX is missing."""
     import shutil as _shutil
 
-    from rollout_equality.condition.records import Dump, analyse_input, read_dump, write_dump, write_records
+    from rollout_equality.condition.analysis import analyse
+    from rollout_equality.condition.records import Dump, read_dump, write_dump, write_records
     from rollout_equality.reporting import figures, paper
 
     rng = np.random.default_rng(0)
@@ -228,7 +229,7 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
         for i in range(3):
             layers = rng.dirichlet(np.full(6, 0.4), size=(4, 6))
             special = np.array([True, False, False, False, False, True])
-            r, o = analyse_input(layers, special, model=model, dataset="d", input_id=f"x{i}")
+            ((r, o, _, _),) = analyse([(layers, special)], [f"x{i}"], model=model, dataset="d")
             rows += r
             ro += o
         path, rollout_file = (

@@ -1,6 +1,7 @@
 """Acquiring models, data and attention: from a source (the hub, a data wheel, a local folder) to attention matrices.
 
-* :mod:`.network` — why a call over the network failed: one classifier of every client's errors (hub, OpenML, scikit-learn);
+* :mod:`.network` — why a call over the network failed: one classifier of every client's errors (hub, OpenML,
+  scikit-learn);
 * :mod:`.hub` — the Hugging Face hub: revisions resolved to commits, only the files a loader reads, retries;
 * :mod:`.models` — model sources and the prepared model folder (``model.json``);
 * :mod:`.from_onnx` — transformers models read out of torch.onnx exports;

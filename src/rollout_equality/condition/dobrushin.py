@@ -104,7 +104,7 @@ class Engine:
     serial: bool = False
     """Run on the calling thread alone (the kernels compiled without ``parallel=True``: the same results bit for
     bit). For a caller that already spreads its work over threads, one task per thread (e.g. the two token sets
-    of each input of a batch, :func:`rollout_equality.condition.records.analyse_inputs`), so that no second thread pool
+    of each input of a batch, :func:`rollout_equality.condition.analysis.analyse`), so that no second thread pool
     competes for the cores. False: each matrix's work is spread over numba's threads."""
 
     def __post_init__(self) -> None:
