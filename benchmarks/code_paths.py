@@ -80,9 +80,10 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
     torch.set_num_threads(threads)
     from rollout_equality.acquire.data import load_inputs
     from rollout_equality.acquire.extract import load
+    from rollout_equality.acquire.models import read_model_info
     from rollout_equality.config.load import load_config
     from rollout_equality.config.settings import Condition, Extraction, from_section
-    from rollout_equality.measure import Reading, measure_inputs, read_model_info
+    from rollout_equality.measure import Reading, measure_inputs
     from rollout_equality.runtime.code_paths import active
     from rollout_equality.tabular.ftt import train_ftt
 

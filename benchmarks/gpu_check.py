@@ -145,8 +145,9 @@ def _timed(extractor, device: str):
 def check_architectures(bundle_dir: Path, device: str, config: dict, batch: int, models: list[str] | None) -> dict:
     from rollout_equality.acquire.data import load_inputs
     from rollout_equality.acquire.extract import load
+    from rollout_equality.acquire.models import read_model_info
     from rollout_equality.config.settings import Condition, from_section
-    from rollout_equality.measure import Reading, measure_inputs, read_model_info
+    from rollout_equality.measure import Reading, measure_inputs
 
     condition = from_section(Condition, config["condition"])
     extraction = config["extraction"]

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from rollout_equality.acquire.extract import Extractor, load
+from rollout_equality.acquire.models import check_model, model_record
 from rollout_equality.condition.analysis import Attention, Records, analyse
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine
 from rollout_equality.condition.records import TOKEN_SETS, Dump, write_dump, write_head_records, write_records
@@ -381,45 +379,3 @@ def measure(
             "each input's attention is held one layer at a time, so memory grows with the batch), in config.yaml or "
             "an overlay. More host memory (a retry with a larger mem_mb) does not help."
         ) from err
-
-
-def check_model(model_info: dict[str, Any], rerun: str) -> None:
-    """Check a prepared model's files against what :func:`rollout_equality.acquire.models.prepare_model` recorded (each
-    file's size and modification time, and in full its SHA-256 when either changed): raises naming the first file
-    that is missing or differs, and ``rerun``, what to run again."""
-    from rollout_equality.acquire.models import ModifiedFileError, verify_files
-
-    what = f"model {model_info.get('name')!r}"
-    if "files" not in model_info:
-        raise ModifiedFileError(
-            f"{what}: its model.json records no files to check (it was prepared by an older version); {rerun}"
-        )
-    start = time.perf_counter()
-    hashed = verify_files(Path(model_info["path"]), model_info["files"], model_info.get("stamps", {}), what, rerun)
-    log.info(
-        "%s: %d files checked, %.1f MB hashed in %.2f s",
-        what,
-        len(model_info["files"]),
-        hashed / 1e6,
-        time.perf_counter() - start,
-    )
-
-
-def model_record(model_info: dict[str, Any]) -> dict[str, Any]:
-    """``model_info`` (a ``model.json``) as the records' provenance: what was measured (source, revision, distribution
-    and version, every file's size and SHA-256), not where it lay on disk nor when (``path`` and the files'
-    ``stamps`` are left out), so that the same model gives the same record bytes in any folder and environment."""
-    return {k: v for k, v in model_info.items() if k not in ("path", "stamps")}
-
-
-def read_model_info(path: str | os.PathLike) -> dict[str, Any]:
-    """The ``model.json`` written by :func:`rollout_equality.acquire.models.prepare_model`, its ``path`` located
-    (:func:`rollout_equality.acquire.models.located_path`: the recorded path is relative to the model.json's folder or to
-    an installed distribution)."""
-    from rollout_equality.acquire.models import located_path
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: prepare the model first (rule prepare_model)")
-    info = json.loads(path.read_text())
-    return {**info, "path": str(located_path(info, path))}  # the files, wherever this run now is

@@ -91,7 +91,7 @@ def test_missing_records_name_the_step(tmp_path):
 def test_the_records_provenance_names_what_was_measured_not_where_it_lay():
     """The model record in a records file leaves out the folder and the files' modification times: the same model
     gives the same record bytes in any project folder, virtual environment or copy of the files."""
-    from rollout_equality.measure import model_record
+    from rollout_equality.acquire.models import model_record
 
     info = {
         "name": "m",

@@ -22,6 +22,7 @@ from rollout_equality.config.checks import (
     baseline_claim,
     claim_reasons,
     dropped_by_overlay,
+    experiment_analysis,
     model_kinds,
     resolved_tables,
     run_analysis,
@@ -277,14 +278,6 @@ def model_source(name):
     if name in SUPERVISION_MODELS:
         return [SUPERVISION_FILES["info"].format(**r) for r in SUPERVISION_RUNS if supervision_model(**r) == name]
     return source_check("models", name)
-
-
-def experiment_analysis(model, dataset):
-    """``{per_head, fusions}`` of an experiment: the supervision study's own for its models, else as the suites
-    resolve it (rollout_equality.config.checks.run_analysis)."""
-    if model in SUPERVISION_MODELS:
-        return dict(SUPERVISION["analysis"])
-    return run_analysis(config, model, dataset)
 
 
 def supervision_targets():

@@ -9,8 +9,9 @@ from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.threads, snakemake.params.extraction["code_path"])  # offline, threads, CPU code path: first
 
+from rollout_equality.acquire.models import read_model_info
 from rollout_equality.config.settings import Condition, Extraction, HeadSettings, from_section
-from rollout_equality.measure import Outputs, measure, read_model_info
+from rollout_equality.measure import Outputs, measure
 from rollout_equality.reporting.suite_tables import summarise_records
 from rollout_equality.runtime.files import logging_to
 

@@ -169,6 +169,17 @@ def run_analysis(config: dict[str, Any], model: str, dataset: str | None = None)
     return {"per_head": per_head, "fusions": list(fusions)}
 
 
+def experiment_analysis(config: dict[str, Any], model: str, dataset: str) -> dict[str, Any]:
+    """``{per_head, fusions}`` of the experiment ``model`` on ``dataset``: the supervision study's own for its models
+    (:mod:`rollout_equality.config.supervision`), else as the suites resolve it (:func:`run_analysis`). What rule
+    measure and the command line measure."""
+    from rollout_equality.config.supervision import study_models
+
+    if model in study_models(config):
+        return dict(config["supervision"]["analysis"])
+    return run_analysis(config, model, dataset)
+
+
 def suite_analyses(config: dict[str, Any], suite: str) -> bool:
     """Whether any run of ``suite`` measures beyond the head-averaged records (per head, or a fusion other than
     mean): then the suite has head tables and a heads figure."""
