@@ -79,7 +79,8 @@ class TransformersExtractor:
         image_backend: str | None,
         seed: int | None = None,
     ):
-        """``seed``: a ``random_init`` model, its weights drawn from the seed (:func:`load_transformers_model`)."""
+        """``seed``: a ``random_init`` model, its weights drawn from the seed
+        (:func:`rollout_equality.acquire.models.load_transformers_model`)."""
         import transformers
 
         from rollout_equality.acquire.models import load_transformers_model
