@@ -361,8 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=f"Compare two tables folders (a run's {SUITE_TABLES_DIR.format(suite='<suite>')}/, or docs/offline) "
         "row by row: one "
         "line per row that is not byte-identical, classed within uncertainty (Fisher's exact test for rates, the "
-        "spread across seeds for FT-Transformer scores), different or missing (in one run only), Holm's correction "
-        "over all tests; a claim whose status changed is different. Exit status: 0 nothing different or missing, "
+        "spread across seeds for FT-Transformer scores), different, other inputs (its data set's manifest differs in "
+        "the folders' inputs.csv) or missing (in one run only), Holm's correction over all tests; a claim whose "
+        "status changed is different. Exit status: 0 nothing different, on other inputs or missing, "
         "1 something is, 2 bad input (docs/outputs.md, Comparing two runs).",
     )
     p.add_argument("a", help="a tables folder, e.g. docs/offline (the kept run)")

@@ -262,7 +262,7 @@ def fingerprint(
         machine["lock"] = lock_digest(lock)
         wheels = lock.parent / "offline-data.txt"
         machine["departures_from_the_lock"] = differences(
-            read_pins(lock), read_pins(wheels) if wheels.is_file() else {}
+            read_pins(lock, here=True), read_pins(wheels) if wheels.is_file() else {}
         )
     machine["versions"] = versions()
     return {

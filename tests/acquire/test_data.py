@@ -27,6 +27,54 @@ def test_pydoc_text_sample_is_deterministic(tmp_path):
     assert other["sha256"] != a["sha256"]
 
 
+# The prepared pydoc data sets of config.yaml and .test/config.yaml (their manifests' sha256 and the SHA-256 of the
+# manifest.json file), as Python 3.11.7's own pydoc_data.topics gave them before the corpus was shipped with the
+# package (2026-12-06): the kept tables in docs/offline measured these inputs. Python 3.13.5's topics gave the tiny
+# data set another manifest (aa8856…), so this test fails on any interpreter where the corpus is read from its own
+# pydoc_data.
+PYDOC_MANIFESTS = {
+    ("config.yaml", "pydoc_topics"): (
+        "99c7feeaa6b5028465d87cbd3671ec7fa89db54b03ebafc859d90fe91660e21b",
+        "1e28c2bb895ec33cb1dedbab35598712d4cb726178d12c4d144b01e81f0331c7",
+    ),
+    (".test/config.yaml", "pydoc"): (
+        "0c1cd7af7fc1878dd10a8c0cdf50545c2b9755d15ebb472a941a6fbd6ed453e0",
+        "df7e29d7c42e4973541682e9e89c69658b679492e44d612fedbf65cec17bd253",
+    ),
+}
+
+
+@pytest.mark.parametrize("config, name", sorted(PYDOC_MANIFESTS))
+def test_the_pydoc_corpus_is_the_same_on_every_interpreter(config, name, tmp_path, monkeypatch):
+    """The text data sets read the help topics the package ships, not the running interpreter's: the same manifest,
+    byte for byte, on any Python, even one whose pydoc_data.topics says something else."""
+    import hashlib
+    import sys
+    import types
+
+    import yaml
+
+    other = types.ModuleType("pydoc_data.topics")
+    other.topics = {"assert": "another interpreter's help " * 50}
+    monkeypatch.setitem(sys.modules, "pydoc_data.topics", other)
+    spec = yaml.safe_load((REPO / config).read_text())["datasets"][name]
+    manifest = prepare_data(name, spec, tmp_path)
+    digest = hashlib.sha256((tmp_path / "manifest.json").read_bytes()).hexdigest()
+    assert (manifest["sha256"], digest) == PYDOC_MANIFESTS[config, name], f"{sys.version}: the {name} corpus moved"
+
+
+def test_an_edited_pydoc_corpus_is_refused(tmp_path, monkeypatch):
+    from rollout_equality.acquire.data import text
+
+    notice = (Path(text.__file__).parent / "pydoc_topics.LICENSE.txt").read_text()
+    assert text.PYDOC_TOPICS_SHA256 in notice and "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in notice
+    monkeypatch.setattr(text, "PYDOC_TOPICS_SHA256", "0" * 64)
+    spec = {"modality": "text", "source": {"pydoc_topics": True}, "n": 2, "seed": 0, "min_words": 20, "max_words": 40}
+    with pytest.raises(ValueError, match=r"pydoc_topics\.json: SHA-256 e81a4f3f.*reinstall the package"):
+        prepare_data("pydoc", spec, tmp_path)
+    assert not (tmp_path / "manifest.json").exists()
+
+
 def test_text_files_source(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs/a.txt").write_text("one two three four five six\n\nshort\n\nseven eight nine ten eleven twelve")

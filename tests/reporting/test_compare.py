@@ -121,7 +121,7 @@ def lines(out: str) -> dict[str, str]:
     found = {}
     for line in out.splitlines():
         verdict, _, rest = line.partition(": ")
-        if verdict in ("within uncertainty", "different", "missing"):
+        if verdict in ("within uncertainty", "different", "other inputs", "missing"):
             found[rest.split(" — ")[0]] = verdict
     return found
 
@@ -147,7 +147,7 @@ def test_the_amd_machines_ftt_rows_are_within_uncertainty_of_the_kept_run(tmp_pa
     scores_moved = {f"ftt_scores {d}/{s}" for d, s in AMD_SCORES}
     assert rates_moved | scores_moved <= set(moved)
     assert {k.split()[0] for k in moved} == {"model_rates", "depth_rates", "special_tokens", "ftt_scores"}
-    assert "0 different, 0 missing" in res.stdout.splitlines()[-1]
+    assert "0 different, 0 other inputs, 0 missing" in res.stdout.splitlines()[-1]
     # the seeds' spread is what the scores are set against: diabetes seed 2 moved by one seed spread, not more
     (line,) = [x for x in res.stdout.splitlines() if "ftt_scores diabetes/2" in x]
     assert "seed spread" in line and "t p = " in line
@@ -166,7 +166,7 @@ def test_a_transformer_falling_from_100_to_80_percent_is_different(tmp_path):
     name = f"model_rates {rates.at[i, 'model']}/{rates.at[i, 'dataset']}/content"
     assert lines(res.stdout) == {name: "different"}
     assert "240/240 (100.0%) against 192/240 (80.0%): Fisher p = " in res.stdout
-    assert "1 different, 0 missing" in res.stdout.splitlines()[-1]
+    assert "1 different, 0 other inputs, 0 missing" in res.stdout.splitlines()[-1]
 
 
 def test_a_claim_whose_status_flips_is_different(tmp_path):
@@ -207,6 +207,46 @@ def test_a_row_of_one_run_only_is_missing_and_a_table_of_one_folder_only_is_not_
     (row,) = [r for r in result.rows if r.verdict != "identical"]
     assert row.verdict == "missing" and row.key == tuple(special.iloc[0][["model", "dataset"]])
     assert result.skipped == [f"claims.csv (only in {kept})"] and result.status == 1
+
+
+def with_inputs(folder: Path, **changed: str) -> Path:
+    """``folder`` with an inputs.csv naming a digest for each data set of its model_rates (``changed``: other ones)."""
+    datasets = sorted(set(read(folder, "model_rates")["dataset"]))
+    digests = {d: changed.get(d, f"{k:064x}") for k, d in enumerate(datasets)}
+    write(pd.DataFrame({"dataset": list(digests), "sha256": list(digests.values())}), folder, "inputs")
+    return folder
+
+
+def test_rows_measured_on_other_inputs_are_named_so_and_not_tested(tmp_path):
+    """A data set prepared from other inputs (e.g. a corpus that changed with the interpreter) makes its rows "other
+    inputs", however far they moved, and nothing else; the runs do not agree (exit 1)."""
+    kept = with_inputs(kept_copy(tmp_path / "kept"))
+    other = with_inputs(kept_copy(tmp_path / "other"), pydoc_topics="f" * 64)
+    rates = read(other, "model_rates")
+    mask = key_mask(rates, model="minilm", dataset="pydoc_topics", token_set="content")
+    set_holds(rates, mask, -int(rates.loc[mask, "holds"].iloc[0]) // 2)  # half its pairs: different on the same inputs
+    write(rates, other, "model_rates")
+    res = run(kept, other)
+    assert res.returncode == 1, res.stdout + res.stderr
+    found = lines(res.stdout)
+    pydoc = {k for k in found if "/pydoc_topics" in k}
+    assert pydoc and set(found.values()) == {"other inputs"} and set(found) == pydoc
+    assert "model_rates minilm/pydoc_topics/content" in pydoc
+    assert f"measured on other inputs: data set pydoc_topics's manifest {'0' * 12} against {'f' * 12}" in res.stdout
+    assert f"0 different, {len(pydoc)} other inputs, 0 missing" in res.stdout.splitlines()[-1]
+    same = compare(kept, with_inputs(kept_copy(tmp_path / "same")))
+    assert same.status == 0 and {r.verdict for r in same.rows} == {"identical"}
+
+
+def test_without_inputs_csv_on_one_side_the_inputs_are_not_compared(tmp_path):
+    """Tables written before inputs.csv existed (docs/offline until its next --copy): the rows are compared as
+    before, and the report says that their inputs were not."""
+    kept, newer = kept_copy(tmp_path / "kept"), with_inputs(kept_copy(tmp_path / "newer"), pydoc_topics="f" * 64)
+    result = compare(kept, newer)
+    assert result.status == 0 and {r.verdict for r in result.rows} == {"identical"}
+    assert result.skipped == [
+        f"inputs.csv (only in {newer}): whether the rows were measured on the same inputs is not checked"
+    ]
 
 
 def test_another_measurement_is_different_whatever_its_rate(tmp_path):

@@ -477,3 +477,38 @@ def test_figures_group_runs_by_kind_and_mark_the_claimed_ranges():
     assert said[4] == ("0% ▼", "C3")  # the control's interval lies below the random-matrix range
     assert "trained models: content 95–100%" in fig.texts[-1].get_text().replace("\n", " ")
     figures.plt.close(fig)
+
+
+def test_the_inputs_table_names_each_data_set_s_manifest_once(tmp_path):
+    """inputs.csv (compare's "other inputs"): one row per data set with the digest its records cite; a prepared
+    table's per-array digests become one; records of one data set citing two manifests are refused."""
+    import json
+
+    from rollout_equality.condition.analysis import analyse
+    from rollout_equality.condition.records import write_records
+    from rollout_equality.reporting.suite_tables import input_table
+    from rollout_equality.runtime import digests
+
+    rng = np.random.default_rng(0)
+
+    def records(model, dataset, sha256):
+        ((r, o, _, _),) = analyse(
+            [(rng.dirichlet(np.ones(4), size=(2, 4)), np.zeros(4, bool))], ["x"], model=model, dataset=dataset
+        )
+        path = tmp_path / model / f"{dataset}.parquet"
+        write_records(
+            path, path.with_suffix(".rollout.parquet"), r, o, {"dataset": {"name": dataset, "sha256": sha256}}
+        )
+        return path
+
+    table = {"x_train": "a" * 64, "y_train": "b" * 64}
+    paths = [records("m1", "text", "1" * 64), records("m2", "text", "1" * 64), records("ftt", "adult", table)]
+    found = input_table(paths)
+    assert found.to_dict("records") == [
+        {"dataset": "adult", "sha256": digests.of_bytes(json.dumps(table, sort_keys=True).encode())},
+        {"dataset": "text", "sha256": "1" * 64},
+    ]
+    with pytest.raises(ValueError, match=r"m3/text.parquet: data set 'text' with manifest 222222222222, other"):
+        input_table([*paths, records("m3", "text", "2" * 64)])
+    with pytest.raises(ValueError, match="name no data set manifest"):
+        input_table([records("m4", "text", None)])

@@ -16,7 +16,8 @@ up by itself; each is classified below, and one that is not classified fails
   pointing at it and the documented ``--revision`` commit replaced by the replica's (the real commit cannot be
   served here): the download, its checks and the measurement run for real, on other weights;
 * ``ci``: a line of .ci/run, which CI runs as written before the tests;
-* ``lock``: the command that made requirements/lock.txt, named in the lock's header (it resolves against the index);
+* ``lock``: the command that makes requirements/lock.txt (``python -m tools.lock``), whose uv command the lock's header
+  names (it resolves against the index);
 * ``static``: a command that reads an index the tests cannot reach (PyTorch's wheels for CUDA 12): checked against
   the lock it departs from, not run;
 * ``rehearsal``: a Snakemake command that reads the hub and OpenML, run as written (its ``.venv/bin/`` aside) in the
@@ -118,13 +119,13 @@ COMMANDS: dict[str, How] = {
     "git clone <repository-url> rollout-equality && cd rollout-equality": How(
         "static", "a reader's clone: every other command here runs in a fresh clone (tests/scratch.py)"
     ),
-    "python3 -m venv .venv && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
+    "python3 -m venv .venv && .venv/bin/python -VV && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
     "requirements/offline-data.txt && .venv/bin/pip install --no-deps --no-build-isolation -e .": How("dry", INSTALL),
     ".venv/bin/snakemake --configfile .test/config.yaml --directory tiny --cores 2 offline dynamics_offline": How(
         "run"
     ),
     ".venv/bin/snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
-    "python3 -m venv .venv && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
+    "python3 -m venv .venv && .venv/bin/python -VV && .venv/bin/pip install --no-deps --require-hashes -r requirements/lock.txt -r "
     "requirements/offline-data.txt && .venv/bin/pip install --no-deps --no-build-isolation -e . && .venv/bin/pytest": How(
         "ci", "CI's own install and test line"
     ),
@@ -238,11 +239,10 @@ COMMANDS: dict[str, How] = {
     "python -m tools.documents --copy": How(
         "stops", "it copies a finished offline run's outputs", says="missing (run `snakemake --cores 2 offline`"
     ),
-    "uv pip compile pyproject.toml requirements/lock.in --extra test --extra slurm --generate-hashes --python-version "
-    "3.11 --python-platform x86_64-manylinux_2_28 -o requirements/lock.txt": How(
+    "python -m tools.lock": How(
         "lock",
-        "it resolves against the package index: the command must be the one the lock's header names (what it made is "
-        "checked against pyproject offline by tests/runtime/test_lock.py)",
+        "it resolves against the package index: the uv command it runs must be the one the lock's header names (what "
+        "it made is checked against pyproject and lock-files.txt offline by tests/runtime/test_lock.py)",
     ),
     "snakemake --cores 1 check_sources": How("rehearsal", REHEARSAL),
     ".venv/bin/python tests/hub_rehearsal/rehearse.py /tmp/rehearsal": How(
@@ -387,6 +387,8 @@ def dry_form(segment: str) -> tuple[str, str]:
         return shlex.join([*words, "--collect-only", "-q"]), "clone"
     if program.startswith("python") and words[1:3] == ["-m", "venv"]:
         return segment, "empty"
+    if program.startswith("python") and words[1:] == ["-VV"]:  # which interpreter the venv has: the one just made
+        return segment, "empty"
     if program.startswith("python") and words[1].endswith(".py"):
         return shlex.join([words[0], words[1], "--help"]), "clone"
     raise AssertionError(f"no dry form for {segment!r}: classify its command otherwise")
@@ -497,8 +499,11 @@ def test_documented_command_works(clone, tmp_path, mode, command, request):
         assert ci_runs(command), f"CI no longer runs {shown}"
         return
     if mode == "lock":
+        from tools.lock import UV_COMMAND
+
         header = re.search(r"^#    (uv pip compile .*)$", (REPO / "requirements/lock.txt").read_text(), flags=re.M)
-        assert header and header.group(1) == command, f"requirements/lock.txt was made by another command: {header}"
+        assert command == "python -m tools.lock", command
+        assert header and header.group(1) == UV_COMMAND, f"requirements/lock.txt was made by another command: {header}"
         return
     if mode == "static":
         return  # test_the_cuda_12_pair_is_the_lock_s_versions
@@ -581,7 +586,9 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
             assert heads.empty
     if "rollout-equality compare" in command:  # every row identical, counted on the last line
         shutil.rmtree(clone / "results/tables/offline")  # the clone serves every command: no stand-in run left over
-        assert re.search(r"rows: (\d+) identical, 0 within uncertainty, 0 different, 0 missing", res.stdout)
+        assert re.search(
+            r"rows: (\d+) identical, 0 within uncertainty, 0 different, 0 other inputs, 0 missing", res.stdout
+        )
     if command.startswith("rollout-equality condition"):
         assert '"holds"' in res.stdout
     if "suite_mine" in command:  # docs/configuration.md's overlay: one model in a suite of its own, no warning

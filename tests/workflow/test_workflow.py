@@ -574,7 +574,7 @@ def test_the_tiny_run_compared_with_its_rerun_is_identical_row_by_row(local_runs
     assert res.returncode == 0, res.stdout + res.stderr
     (summary,) = res.stdout.splitlines()  # nothing but the count: no row moved, no table left out
     rows = sum(len(pd.read_csv(tables[0] / f"{name}.csv")) for name in names)
-    assert f": {rows} rows: {rows} identical, 0 within uncertainty, 0 different, 0 missing" in summary
+    assert f": {rows} rows: {rows} identical, 0 within uncertainty, 0 different, 0 other inputs, 0 missing" in summary
 
 
 def _browser():

@@ -37,6 +37,7 @@ COPIED = {  # target -> {path under docs/offline/: the file of a run of that tar
         "heatmap.png": paths.SUITE_FIGURES["heatmap_png"],
         "random_baseline.csv": paths.BASELINE_CSV,
         **{f"{name}.csv": paths.SUITE_TABLES[key] for key, name in paths.TABLE_NAMES.items()},  # every suite table
+        "inputs.csv": paths.SUITE_TABLES["inputs"],  # not kept yet: the next --copy brings it
         "ftt_scores.csv": paths.FTT_SCORES,
         **{f"{name}.csv": paths.HEAD_TABLES[key] for key, name in paths.HEAD_TABLE_NAMES.items()},
         "heads.png": paths.HEAD_TABLES["heads_png"],
@@ -197,7 +198,9 @@ def write_environment(path: Path) -> None:
         "cpu": cpu_model(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "lock": lock_digest(LOCK),
-        "departures_from_the_lock": differences(read_pins(LOCK), read_pins(REPO / "requirements/offline-data.txt")),
+        "departures_from_the_lock": differences(
+            read_pins(LOCK, here=True), read_pins(REPO / "requirements/offline-data.txt")
+        ),
     }
     path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"machine and environment -> {path}")

@@ -118,6 +118,7 @@ SUITE_TABLES = {  # what write_suite_tables writes (rollout_equality.reporting.s
     **{f"html_{key}": f"{RESULTS}/tables/{{suite}}/{name}.html" for key, name in TABLE_NAMES.items()},
     **{f"tex_{key}": f"{PAPER}/tables/{{suite}}/{TABLE_NAMES[key]}.tex" for key in LATEX_TABLES},
     "tex_macros": f"{PAPER}/tables/{{suite}}/macros.tex",
+    "inputs": f"{RESULTS}/tables/{{suite}}/inputs.csv",  # each data set's manifest digest (compare: other inputs)
 }
 FIGURE_NAMES = ("depth", "slack", "rollout", "heatmap")
 SUITE_FIGURES = {  # what write_suite_figures draws (rollout_equality.reporting.figures)

@@ -20,7 +20,11 @@ is **identical**, a row of one folder only is **missing**, and every other row i
 * the **measured things** (inputs, pairs, the normalised depth, a table's metric, a claim's claimed range): must
   be equal, else the rows measured different things and are different;
 * a **claim's status** that changed (``reproduced`` → ``not reproduced``) is always different; its numbers
-  (``ours``, ``note``) are the rates tested in the tables they come from.
+  (``ours``, ``note``) are the rates tested in the tables they come from;
+* a row of a data set whose prepared inputs differ (its manifest's digest in the folders' ``inputs.csv``,
+  :func:`read_inputs`) was **measured on other inputs**: class ``other inputs``, not tested (a difference there
+  says nothing about reproducing). Where one folder has no ``inputs.csv`` (tables written before it existed), the
+  inputs are not compared, and the report says so.
 
 **Multiple comparisons:** the p-values of every test of every matched row (identical rows included, with p = 1: the
 family is fixed before the data are looked at) are adjusted by Holm's step-down method (:func:`holm`), which keeps
@@ -54,7 +58,10 @@ ROUNDING_ATOL = 1e-5
 """How far a continuous value of a run without seeds may move and stay within uncertainty: >10× the largest κ
 movement measured between CPU code paths (7e-7, docs/outputs.md, Reproducibility), 10 units of the tables' sixth
 decimal."""
-CLASSES = ("identical", "within uncertainty", "different", "missing")
+CLASSES = ("identical", "within uncertainty", "different", "other inputs", "missing")
+INPUTS = "inputs"
+"""The table of the data sets a run measured, each with its manifest's digest (``inputs.csv``, written with the
+suite's tables): rows of a data set whose digest differs were measured on other inputs."""
 
 
 class BadTables(ValueError):
@@ -231,10 +238,10 @@ class Comparison:
 
     @property
     def status(self) -> int:
-        """0 when every row is identical or within uncertainty; 1 when one is different or missing (the runs did
-        not measure the same things, so they cannot be said to agree)."""
+        """0 when every row is identical or within uncertainty; 1 when one is different, measured on other inputs
+        or missing (the runs did not measure the same things, so they cannot be said to agree)."""
         counts = self.counts()
-        return 1 if counts["different"] or counts["missing"] else 0
+        return 1 if counts["different"] or counts["other inputs"] or counts["missing"] else 0
 
     def report(self) -> str:
         """One line per row that is not identical, the tables not compared, and the summary line."""
@@ -306,6 +313,23 @@ def read_tables(folder: str | Path) -> dict[str, pd.DataFrame]:
             raise BadTables(f"{path}: {len(dup)} rows share a key ({', '.join(spec.key)}), e.g. {dup.iloc[0].tolist()}")
         tables[name] = df
     return tables
+
+
+def read_inputs(folder: str | Path) -> dict[str, str] | None:
+    """{data set: its manifest's digest} of a tables folder's ``inputs.csv``, or None where the folder has none.
+    Raises :class:`BadTables` for one of another schema or with a data set twice."""
+    path = Path(folder) / f"{INPUTS}.csv"
+    if not path.is_file():
+        return None
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise BadTables(f"{path} cannot be read as a table: {err}") from err
+    if list(df.columns) != ["dataset", "sha256"] or df["dataset"].duplicated().any():
+        raise BadTables(
+            f"{path} is not a table of data sets and their manifests' digests (dataset, sha256), one row each"
+        )
+    return dict(zip(df["dataset"], df["sha256"]))
 
 
 def _number(text: str) -> float:
@@ -401,6 +425,12 @@ def compare(a: str | Path, b: str | Path, alpha: float = ALPHA) -> Comparison:
     ta, tb = read_tables(a), read_tables(b)
     rows: list[Row] = []
     skipped: list[str] = []
+    inputs_a, inputs_b = read_inputs(a), read_inputs(b)
+    if (inputs_a is None) != (inputs_b is None):
+        skipped.append(
+            f"{INPUTS}.csv (only in {b if inputs_a is None else a}): whether the rows were measured on the "
+            "same inputs is not checked"
+        )
     for name, table in TABLES.items():
         if name not in ta or name not in tb:
             if name in ta or name in tb:
@@ -418,6 +448,15 @@ def compare(a: str | Path, b: str | Path, alpha: float = ALPHA) -> Comparison:
                 row.reasons.append(f"only in {a if key in ia else b}")
                 continue
             ra, rb = ia[key], ib[key]
+            dataset = ra["dataset"] if "dataset" in table.key else None
+            if dataset is not None and inputs_a is not None and inputs_b is not None:
+                da_sha, db_sha = inputs_a.get(dataset, "?"), inputs_b.get(dataset, "?")
+                if da_sha != db_sha:
+                    row.verdict = "other inputs"
+                    row.reasons.append(
+                        f"measured on other inputs: data set {dataset}'s manifest {da_sha[:12]} against {db_sha[:12]}"
+                    )
+                    continue
             identical = all(ra[c] == rb[c] for c in table.columns)
             row.tests = [
                 _proportion_test(p, _count(ra, p, f"{a}/{name}.csv"), _count(rb, p, f"{b}/{name}.csv"))

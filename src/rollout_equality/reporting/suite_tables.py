@@ -183,7 +183,35 @@ def write_suite_tables(
     for key, tex in suite_latex(frames).items():
         write_text(out[f"tex_{key}"], tex)
     write_text(out["tex_macros"], macros(claim_table, baseline, claims_spec))
+    write_csv(input_table(record_paths), out["inputs"])
     return claim_table
+
+
+def input_table(record_paths: list[str | os.PathLike]) -> pd.DataFrame:
+    """Each data set the records measured, with its manifest's digest (the records' ``dataset.sha256``; a prepared
+    table's digests of its arrays hashed as sorted JSON), one row each, sorted: ``compare`` tells by it whether two
+    runs measured the same inputs. Records of one data set that cite two manifests raise, naming the file."""
+    import json
+
+    from rollout_equality.condition.records import read_metadata
+    from rollout_equality.runtime import digests
+
+    found: dict[str, str] = {}
+    for path in record_paths:
+        record = read_metadata(path).get("dataset") or {}
+        name, digest = record.get("name"), record.get("sha256")
+        if isinstance(digest, dict):
+            digest = digests.of_bytes(json.dumps(digest, sort_keys=True).encode())
+        if not name or not digest:
+            raise ValueError(
+                f"{path}: its metadata name no data set manifest (dataset.name, dataset.sha256); measure again"
+            )
+        if found.setdefault(name, digest) != digest:
+            raise ValueError(
+                f"{path}: data set {name!r} with manifest {digest[:12]}, other records of the suite with "
+                f"{found[name][:12]}: the data set was prepared again in between; measure it again"
+            )
+    return pd.DataFrame(sorted(found.items()), columns=["dataset", "sha256"])
 
 
 def suite_latex(frames: Mapping[str, pd.DataFrame]) -> dict[str, str]:

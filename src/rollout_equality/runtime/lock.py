@@ -1,7 +1,8 @@
 """The locked environment: what ``requirements/lock.txt`` pins, what is installed, and how the two differ.
 
-The lock (made by ``uv pip compile … --generate-hashes``, the command in its header) pins every distribution of the
-environment at one version; README's install puts exactly these into a fresh ``.venv``, with the data wheels of
+The lock (made by ``uv pip compile … --universal --generate-hashes``, the command in its header) pins every
+distribution at one version, each with the marker of the environments it serves (CPython 3.11 to 3.13 on Linux x86-64
+and aarch64 and macOS arm64; the CUDA libraries on Linux only); README's install puts exactly these into a fresh ``.venv``, with the data wheels of
 ``requirements/offline-data.txt`` and the project itself. :func:`differences` says where an installed environment
 departs from that, and :func:`lock_digest` names a lock in a kept run (``docs/offline/environment.json``) and in the
 fingerprint (``benchmarks/fingerprint.py``).
@@ -25,13 +26,24 @@ def canonicalize_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*)==([^\s;\\]+)", re.M)
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*)==([^\s;\\]+)[ \t]*(?:;([^\\\n]*))?", re.M)
 
 
-def read_pins(path: str | Path) -> dict[str, str]:
+def read_pins(path: str | Path, here: bool = False) -> dict[str, str]:
     """{distribution (canonical name): version} of a requirements file pinned with ``==`` (a lock, the data
-    wheels); raises ValueError naming the file when it pins nothing."""
-    pins = {canonicalize_name(name): version for name, version in _PIN.findall(Path(path).read_text())}
+    wheels): every pin, whatever its environment marker, or with ``here`` only those whose marker holds for this
+    interpreter and platform (what README's install puts here). Raises ValueError naming the file when it pins
+    nothing."""
+    found = _PIN.findall(Path(path).read_text())
+    if here:
+        from packaging.markers import Marker
+
+        found = [
+            (name, version, marker)
+            for name, version, marker in found
+            if not marker.strip() or Marker(marker.strip()).evaluate()
+        ]
+    pins = {canonicalize_name(name): version for name, version, _ in found}
     if not pins:
         raise ValueError(f"{path}: no `name==version` line; is it a requirements file made by `uv pip compile`?")
     return pins

@@ -3,8 +3,9 @@
 Sources (``source`` in a text data set's config entry, exactly one):
 
 * ``files: [GLOB, ...]`` — UTF-8 text files;
-* ``pydoc_topics: true`` — the help topics shipped with Python (``pydoc_data.topics``,
-  ~65k words of English prose; real text that needs no network);
+* ``pydoc_topics: true`` — the help topics of CPython 3.11.7 (``pydoc_data.topics``, ~65k words of English
+  prose; real text that needs no network), read from the copy this package ships (:data:`PYDOC_TOPICS`, its
+  SHA-256 checked), not from the running interpreter, whose topics change with its release;
 * ``hf_dataset: {path, revision, name, data_files, split, text_field}`` — a hub data set
   through :func:`datasets.load_dataset` at a pinned commit (e.g. WikiText-103).
 
@@ -28,6 +29,28 @@ from rollout_equality.config.paths import snakemake_command
 from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import atomic_path
 
+PYDOC_TOPICS = "pydoc_topics.json"
+"""The ``pydoc_topics`` source: CPython 3.11.7's ``pydoc_data.topics`` as JSON (topic → text), beside this module;
+where it came from and its licence (PSF-2.0): ``pydoc_topics.LICENSE.txt`` beside it."""
+PYDOC_TOPICS_SHA256 = "e81a4f3fc71fafbd0d092e58804c106cd251e4580938d87221636fe846f18501"
+"""The SHA-256 of :data:`PYDOC_TOPICS`: the text every ``pydoc_topics`` data set is drawn from."""
+
+
+def pydoc_topics() -> dict[str, str]:
+    """{topic: text} of the shipped help topics, checked against :data:`PYDOC_TOPICS_SHA256` (an edited or truncated
+    copy raises, naming the file)."""
+    from importlib.resources import files
+
+    resource = files(__package__) / PYDOC_TOPICS
+    raw = resource.read_bytes()
+    found = digests.of_bytes(raw)
+    if found != PYDOC_TOPICS_SHA256:
+        raise ValueError(
+            f"{resource}: SHA-256 {found}, not the {PYDOC_TOPICS_SHA256} of CPython 3.11.7's help topics that "
+            "the pydoc_topics source reads; reinstall the package (pip install -e .) to restore the file"
+        )
+    return json.loads(raw.decode("utf-8"))
+
 
 def documents(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[tuple[str, str]], dict]:
     """((reference, text) of every document of a text source, origin).
@@ -43,8 +66,7 @@ def documents(source: dict[str, Any], name: str, out_dir: Path) -> tuple[list[tu
             raise FileNotFoundError(f"data set {name!r}: no file matches {source['files']}")
         return [(p, Path(p).read_text(encoding="utf-8", errors="replace")) for p in paths], {}
     if "pydoc_topics" in source:
-        from pydoc_data.topics import topics
-
+        topics = pydoc_topics()
         return [(f"pydoc_data.topics:{key}", topics[key]) for key in sorted(topics)], {}
     spec = source["hf_dataset"]
     ds, snap = load_hub_dataset(
