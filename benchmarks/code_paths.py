@@ -26,6 +26,7 @@ measurement script, not a test; its numbers depend on the machine (``lscpu`` nam
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -79,9 +80,10 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
     torch.set_num_threads(threads)
     from rollout_equality.acquire.data import load_inputs
     from rollout_equality.acquire.extract import load
+    from rollout_equality.acquire.models import read_model_info
     from rollout_equality.config.load import load_config
     from rollout_equality.config.settings import Condition, Extraction, from_section
-    from rollout_equality.measure import measure_inputs, read_model_info
+    from rollout_equality.measure import Reading, measure_inputs
     from rollout_equality.runtime.code_paths import active
     from rollout_equality.tabular.ftt import train_ftt
 
@@ -118,34 +120,21 @@ def worker(run: Path, out: Path, epochs: int, threads: int) -> None:
         ids, inputs, _ = load_inputs(run / f"resources/data/{dataset}")
         extractor = load(info, "cpu", max_tokens=max_tokens, image_backend=extraction.image_backend)
         # warm-up on one input: numba compiles its kernels for this code path once (then caches them), not timed
-        measure_inputs(
-            extractor,
-            ids[:1],
-            inputs[:1],
-            model=model,
-            dataset=dataset,
-            condition=condition,
-            batch_size=1,
-            threads=threads,
-            dump_inputs=0,
-            overlap=False,
-            batch_by_length=False,
+        plain = Reading(
+            device="cpu", threads=threads, batch_size=1, overlap=False, batch_by_length=False, dump_inputs=0
         )
+        measure_inputs(extractor, ids[:1], inputs[:1], model=model, dataset=dataset, condition=condition, reading=plain)
         start, cpu = time.perf_counter(), _cpu_seconds()
-        layer_rows, rollout_rows, dump, *_ = measure_inputs(
+        (layer_rows, rollout_rows, *_), dump = measure_inputs(
             extractor,
             ids[:count],
             inputs[:count],
             model=model,
             dataset=dataset,
             condition=condition,
-            batch_size=batch,
-            threads=threads,
-            dump_inputs=count,  # the attention the records were computed from
-            overlap=False,
-            batch_by_length=False,
+            reading=dataclasses.replace(plain, batch_size=batch, dump_inputs=count),  # dump: the attention analysed
         )
-        attention = [dump[f"{i}/attention"] for i in ids[:count]]
+        attention = [dump[i][0] for i in ids[:count]]
         model = label
         found[f"{model}_s"], found[f"{model}_cpu_s"] = time.perf_counter() - start, _cpu_seconds() - cpu
         arrays[f"{model}/attention"] = np.concatenate([a.ravel() for a in attention]).astype(np.float64)

@@ -25,6 +25,7 @@ a warm-up round.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -32,10 +33,9 @@ import torch
 from _timing import interleaved_medians, table_row
 
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine
-from rollout_equality.condition.heads import FUSIONS, OFF, HeadSettings
 from rollout_equality.config.load import load_config
-from rollout_equality.config.settings import Condition, from_section
-from rollout_equality.measure import measure_inputs
+from rollout_equality.config.settings import FUSIONS, OFF, Condition, HeadSettings, from_section
+from rollout_equality.measure import Reading, measure_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -121,14 +121,14 @@ def main():
         f" {'ratio f64':>10} {'ratio seq':>10} {'ratio ovl':>10} {'ratio hds':>10}"
     )
     condition = from_section(Condition, config["condition"])
-    settings = dict(
-        model="m",
-        dataset="d",
-        condition=condition,
-        batch_size=ARGS.batch,
+    settings = dict(model="m", dataset="d", condition=condition)
+    reading = Reading(
+        device=str(device),
         threads=torch.get_num_threads(),
-        dump_inputs=0,
+        batch_size=ARGS.batch,
+        overlap=False,
         batch_by_length=False,
+        dump_inputs=0,
     )
     per_input = {}
     rows = []
@@ -153,7 +153,15 @@ def main():
                 torch.cuda.synchronize()
 
         def measured(overlap, engine, heads=OFF):
-            measure_inputs(extractor, ids, inputs, overlap=overlap, engine=engine, heads=heads, **settings)
+            measure_inputs(
+                extractor,
+                ids,
+                inputs,
+                reading=dataclasses.replace(reading, overlap=overlap),
+                engine=engine,
+                heads=heads,
+                **settings,
+            )
 
         fns = [
             forward_only,

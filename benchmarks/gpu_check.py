@@ -29,6 +29,7 @@ Everything fits in about five minutes on one GPU with the defaults. A measuremen
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -144,8 +145,9 @@ def _timed(extractor, device: str):
 def check_architectures(bundle_dir: Path, device: str, config: dict, batch: int, models: list[str] | None) -> dict:
     from rollout_equality.acquire.data import load_inputs
     from rollout_equality.acquire.extract import load
+    from rollout_equality.acquire.models import read_model_info
     from rollout_equality.config.settings import Condition, from_section
-    from rollout_equality.measure import measure_inputs, read_model_info
+    from rollout_equality.measure import Reading, measure_inputs
 
     condition = from_section(Condition, config["condition"])
     extraction = config["extraction"]
@@ -157,24 +159,29 @@ def check_architectures(bundle_dir: Path, device: str, config: dict, batch: int,
             continue
         info = read_model_info(bundle_dir / "models" / control / "model.json")
         ids, inputs = data[info["modality"]]
-        common = dict(model=control, dataset="bundle", condition=condition, batch_size=batch, threads=threads)
-        common.update(dump_inputs=0, batch_by_length=False)
+        common = dict(model=control, dataset="bundle", condition=condition)
+        plain = Reading(
+            device="cpu", threads=threads, batch_size=batch, overlap=False, batch_by_length=False, dump_inputs=0
+        )
         runs, times = {}, {}
         for where in ("cpu", device):
             ex = load(info, where, max_tokens=extraction["max_tokens"], image_backend=extraction.get("image_backend"))
             ex(inputs[:1])  # warm-up: kernels, allocator, cuDNN plans
             timed = _timed(ex, where)
             start = time.perf_counter()
-            runs[where] = measure_inputs(timed, ids, inputs, overlap=False, **common)
+            runs[where] = measure_inputs(timed, ids, inputs, reading=dataclasses.replace(plain, device=where), **common)
             total = time.perf_counter() - start
             times[where] = {"forward": timed.seconds / len(ids), "sequential": total / len(ids)}
             if where != "cpu":
                 start = time.perf_counter()
-                overlapped = measure_inputs(ex, ids, inputs, overlap=True, **common)
+                both = dataclasses.replace(plain, device=where, overlap=True)
+                overlapped = measure_inputs(ex, ids, inputs, reading=both, **common)
                 times[where]["overlapped"] = (time.perf_counter() - start) / len(ids)
-                assert overlapped[0] == runs[where][0], f"{control}: overlapped records differ from sequential ones"
+                assert overlapped.records == runs[where].records, (
+                    f"{control}: overlapped records differ from sequential ones"
+                )
             del ex
-        compared = _records_compared(runs["cpu"][0], runs[device][0], condition.atol)
+        compared = _records_compared(runs["cpu"].records.layer, runs[device].records.layer, condition.atol)
         results[paper_model] = {"control": control, "inputs": len(ids), "records": compared, "seconds": times}
         flips = sum(len(v["flips"]) for v in compared.values())
         print(

@@ -6,7 +6,7 @@ For each model, at the offline suite's shapes: all-MiniLM-L6-v2 (the trained wei
 heads) on --inputs of Python's documentation segments (20-100 words, at most 128 tokens, as pydoc_topics), and
 DINOv2-S (config.yaml's dinov2_small_random: 12 layers x 6 heads, random weights) on --inputs random 224 px images
 (257 tokens). The attention is read once (the eager forward with every head kept, timed); then the analysis of the
-batch is timed as rule measure runs it (one task per input and token set on --workers threads, torch on one
+batch is timed as rule measure runs it (one task per input, token set and label on --workers threads, torch on one
 thread): the head-averaged records alone (the analysis off), the per-head records, the max and min fusions, and
 all of them (the offline suite's setting). Prints each time per input and its ratio to the head-averaged analysis
 and to the forward pass. A measurement script, not a test: medians of --repeats rounds after a warm-up round.
@@ -23,8 +23,9 @@ import torch
 import yaml
 from _timing import interleaved_medians, machine, median_time
 
-from rollout_equality.condition.heads import HeadSettings, analyse_head_inputs
-from rollout_equality.condition.records import analyse_inputs
+from rollout_equality.condition.analysis import analyse
+from rollout_equality.condition.attention import Attention
+from rollout_equality.config.settings import OFF, HeadSettings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -99,21 +100,14 @@ def main() -> None:
         forward, batch = (minilm_batch if name == "minilm" else dinov2_batch)(args.inputs)
         t_forward = median_time(forward, args.repeats)
         ids = [f"x{i}" for i in range(len(batch))]
-        averaged = [(layers, special) for layers, special, _ in batch]
-        per_head = [(heads, special) for _, special, heads in batch]
+        attention = [Attention(*item) for item in batch]
         torch.set_num_threads(1)
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
 
-            def off():
-                analyse_inputs(averaged, ids, model=name, dataset="d", pool=pool)
+            def analysed(setting):
+                return lambda: analyse(attention, ids, model=name, dataset="d", settings=setting, pool=pool)
 
-            def on(setting):
-                return lambda: (
-                    off(),
-                    analyse_head_inputs(per_head, ids, model=name, dataset="d", settings=setting, pool=pool),
-                )
-
-            times = interleaved_medians([off, *(on(s) for s in settings.values())], args.repeats)
+            times = interleaved_medians([analysed(OFF), *(analysed(s) for s in settings.values())], args.repeats)
         L, H, n = batch[0][2].shape[0], batch[0][2].shape[1], max(b[0].shape[-1] for b in batch)
         print(f"\n{name}: {L} layers x {H} heads, up to {n} tokens")
         print(f"  forward (eager, all attentions)  {1e3 * t_forward / len(batch):8.1f} ms/input")

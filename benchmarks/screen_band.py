@@ -63,7 +63,7 @@ def model_layers(name: str, spec: dict, n_inputs: int, tmp: Path, image_backend:
         names = ["astronaut", "chelsea", "coffee", "rocket", "camera", "coins"][:n_inputs]
         inputs = [Image.fromarray(getattr(skimage.data, k)()).convert("RGB") for k in names]
     with torch.inference_mode():
-        return [(layers.astype(np.float64), special) for layers, special in ex(inputs)]
+        return [(attention.layers.astype(np.float64), attention.special) for attention in ex(inputs)]
 
 
 def ftt_layers(n_inputs: int, epochs: int):

@@ -68,7 +68,7 @@ def main() -> None:
         info = json.loads((args.resources / "models" / name / "model.json").read_text())
         extractor = load(info, "cpu", image_backend=image_backend)
         stats = []  # (input, layer) -> dict
-        for attention, special in extractor(images):
+        for attention, special, _ in extractor(images):
             content = np.flatnonzero(~special)
             grid = int(round(np.sqrt(len(content))))
             if args.token_set == "all":

@@ -47,7 +47,7 @@ def mean_diagonal(extractor, texts) -> pd.DataFrame:
     """One row per layer: the content-token matrix's mean diagonal, over tokens and then inputs."""
     per_input = [
         [float(np.diag(restrict(layer.astype(np.float64), np.flatnonzero(~special))).mean()) for layer in layers]
-        for layers, special in extractor(texts)
+        for layers, special, _ in extractor(texts)
     ]
     per_layer = np.mean(per_input, axis=0)
     return pd.DataFrame({"layer": range(len(per_layer)), "inputs": len(per_input), "mean_diagonal": per_layer})

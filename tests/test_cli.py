@@ -194,7 +194,7 @@ def test_model_json_records_its_files_relative_to_itself_and_a_moved_folder_read
     to its installed distribution."""
     from models_tiny import build
 
-    from rollout_equality.measure import check_model, read_model_info
+    from rollout_equality.acquire.models import check_model, read_model_info
 
     info = build("distilbert", tmp_path / "a")
     recorded = json.loads((tmp_path / "a/distilbert/model.json").read_text())
@@ -214,7 +214,7 @@ def test_model_json_records_its_files_relative_to_itself_and_a_moved_folder_read
 def test_a_model_json_of_the_older_layout_is_read_in_place_and_refused_once_moved_naming_the_rule(tmp_path, capsys):
     from models_tiny import build
 
-    from rollout_equality.measure import read_model_info
+    from rollout_equality.acquire.models import read_model_info
 
     build("distilbert", tmp_path / "a")
     manifest = tmp_path / "a/distilbert/model.json"
@@ -296,5 +296,5 @@ def test_fusions_outside_the_schemas_are_refused_naming_the_allowed_ones(cwd, ca
         measure("--model", "m", "--texts", "lines.txt", "--fusions", given)
     assert stop.value.code == 2
     err = capsys.readouterr().err
-    assert f"argument --fusions: {given!r}: give distinct names among mean, max, min" in err and message in err, err
+    assert f"argument --fusions: {given!r}: give distinct fusions among mean, max, min" in err and message in err, err
     assert not (cwd / "out").exists()

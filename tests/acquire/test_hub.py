@@ -8,7 +8,7 @@ import pytest
 import requests
 from huggingface_hub import errors as hf_errors
 
-from rollout_equality.acquire import hub
+from rollout_equality.acquire import hub, network
 from rollout_equality.acquire.data import _config_patterns, split_patterns
 
 # File lists of real repositories (public evidence: the hub's file pages and projects that pin them).
@@ -213,7 +213,7 @@ def _response(status: int, code: str | None = None) -> httpx2.Response:
 )
 def test_only_connection_failures_say_the_hub_is_unreachable(err, connection, said, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    assert hub.connection_failure(err) is connection
+    assert network.cause(err).network is connection
     message = hub.describe(err, "model 'x' (org/repo@main)")
     assert said in message and "model 'x' (org/repo@main)" in message
     assert ("unreachable" in message) is (said == "the hub is unreachable")
@@ -227,7 +227,7 @@ def test_a_connection_failure_behind_other_errors_is_found_and_offline_mode_is_n
             raise hf_errors.LocalEntryNotFoundError("Cannot find the requested files in the disk cache") from inner
     except hf_errors.LocalEntryNotFoundError as outer:
         err = outer
-    assert hub.connection_failure(err)
+    assert network.cause(err).network
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert hub.offline()
     assert "HF_HUB_OFFLINE=1 forbids downloading it" in hub.describe(err, "model 'x'")

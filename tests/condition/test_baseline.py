@@ -8,7 +8,13 @@ import pytest
 from conftest import REPO
 from schema import CONDITION
 
-from rollout_equality.condition.baseline import COLUMNS, random_baseline, random_stochastic, wilson_interval
+from rollout_equality.condition.baseline import (
+    COLUMNS,
+    interval_row,
+    random_baseline,
+    random_stochastic,
+    wilson_interval,
+)
 
 
 def test_table_shape_and_columns():
@@ -51,6 +57,20 @@ def test_wilson_interval_matches_formula():
     assert low == pytest.approx(centre - half, abs=1e-12)
     assert high == pytest.approx(centre + half, abs=1e-12)
     assert wilson_interval(0, 10)[0] == 0.0 and wilson_interval(10, 10)[1] == pytest.approx(1.0)
+
+
+def test_no_trials_give_no_proportion_and_every_table_row_has_one_form():
+    assert all(math.isnan(x) for x in wilson_interval(0, 0))
+    with pytest.raises(ValueError, match="at least 0"):
+        wilson_interval(0, -1)
+    assert interval_row(27, 100) == {
+        "holds": 27,
+        "rate": 0.27,
+        **dict(zip(("ci_low", "ci_high"), wilson_interval(27, 100))),
+    }
+    empty = interval_row(0, 0, count="late_failures", share="share")
+    assert list(empty) == ["late_failures", "share", "ci_low", "ci_high"] and empty["late_failures"] == 0
+    assert all(math.isnan(empty[k]) for k in ("share", "ci_low", "ci_high"))
 
 
 @pytest.mark.parametrize(

@@ -176,7 +176,7 @@ def test_exact_identity_for_every_pair():
 
 def _tv_of_half(A, B, tv_a):
     """TV of the rows of B = ½(I + A) for i < j, each from the sweep's TV^A_ij by the kernels' _tv_half."""
-    from rollout_equality.condition.kernels import _tv_half
+    from rollout_equality.condition.kernels.sweep import _tv_half
 
     n = len(A)
     tv_b = np.zeros((n, n))

@@ -6,16 +6,18 @@ import numpy as np
 import pytest
 from conftest import REPO
 
+from rollout_equality.condition.analysis import analyse
+from rollout_equality.condition.attention import Attention
 from rollout_equality.condition.dobrushin import equality_condition, restrict, rollout
-from rollout_equality.condition.heads import (
+from rollout_equality.condition.heads import fuse
+from rollout_equality.condition.records import (
     FUSION_ROLLOUT_SCHEMA,
     HEAD_SCHEMA,
-    HeadSettings,
-    analyse_head_inputs,
-    fuse,
+    read_metadata,
+    read_records,
     write_head_records,
 )
-from rollout_equality.condition.records import analyse_inputs, read_metadata, read_records
+from rollout_equality.config.settings import HeadSettings
 
 FIELDS = ("holds", "holds_direct", "kappa", "kappa_half", "bound", "slack", "n_max_pairs", "witness_i", "witness_j")
 ALL = HeadSettings(per_head=True, fusions=("mean", "max", "min"))
@@ -36,13 +38,26 @@ def special_mask(n):
     return special
 
 
+def with_heads(heads, special):
+    """An input's attention as an extractor keeps it: the heads' float32 average beside every head."""
+    return Attention(heads.mean(axis=1), special, heads)
+
+
+def heads_rows(batch, ids, settings=None, **kwargs):
+    """(heads file rows, their rollout rows) of each input of ``batch`` ((heads, special) each)."""
+    records = analyse(
+        [with_heads(h, s) for h, s in batch], ids, model="m", dataset="d", settings=settings or ALL, **kwargs
+    )
+    return [(r.heads, r.heads_rollout) for r in records]
+
+
 def test_a_head_constant_attention_gives_the_averaged_records():
     """Every head equal: each head's records are the head-averaged records of that layer, field for field."""
     layer = heads_attention(H=1, n=9)[:, 0]
     heads = np.repeat(layer[:, None], 5, axis=1)
     special = special_mask(9)
-    ((averaged, _),) = analyse_inputs([(layer, special)], ["x"], model="m", dataset="d")
-    ((per_head, _),) = analyse_head_inputs([(heads, special)], ["x"], model="m", dataset="d", settings=ALL)
+    ((averaged, _, _, _),) = analyse([(layer, special)], ["x"], model="m", dataset="d")
+    ((per_head, _),) = heads_rows([(heads, special)], ["x"])
     by_key = {(r["token_set"], r["layer"]): r for r in averaged}
     head_rows = [r for r in per_head if r["fusion"] is None]
     assert len(head_rows) == 2 * 3 * 5 and {r["n_heads"] for r in per_head} == {5}
@@ -73,10 +88,7 @@ def test_every_head_holds_while_the_mean_fails():
 
 def _rows(heads):
     """The all-token rows of one layer of ``heads`` (H, n, n), no special token."""
-    settings = HeadSettings(per_head=True)
-    ((rows, _),) = analyse_head_inputs(
-        [(heads[None], np.zeros(heads.shape[-1], bool))], ["x"], model="m", dataset="d", settings=settings
-    )
+    ((rows, _),) = heads_rows([(heads[None], np.zeros(heads.shape[-1], bool))], ["x"], HeadSettings(per_head=True))
     return [r for r in rows if r["token_set"] == "all"]
 
 
@@ -91,7 +103,7 @@ def test_each_fusion_is_row_stochastic_and_formed_as_named(fusion):
 
 
 def test_fuse_errors_name_the_problem():
-    with pytest.raises(ValueError, match="fusion must be one of"):
+    with pytest.raises(KeyError, match="median"):  # HeadSettings names the allowed fusions
         fuse(heads_attention(), "median")
     with pytest.raises(ValueError, match="H, n, n"):
         fuse(np.eye(3), "max")
@@ -105,7 +117,7 @@ def test_settings_validate_and_say_what_they_measure():
     assert HeadSettings(per_head=True).on
     assert HeadSettings(fusions=("min", "mean")).extra_fusions == ("min",)
     for bad in (("max",), ("mean", "median"), ("mean", "mean")):
-        with pytest.raises(ValueError, match="fusions must be distinct"):
+        with pytest.raises(ValueError, match="give distinct fusions among mean, max, min, mean among them"):
             HeadSettings(fusions=bad)
     assert HeadSettings.from_config({"per_head": True, "fusions": ["mean", "max"]}) == HeadSettings(
         per_head=True, fusions=("mean", "max")
@@ -115,7 +127,7 @@ def test_settings_validate_and_say_what_they_measure():
 def test_fused_rows_and_rollout_match_the_library():
     heads = heads_attention(L=3, H=4, n=7, seed=3)
     special = special_mask(7)
-    ((rows, ro),) = analyse_head_inputs([(heads, special)], ["x"], model="m", dataset="d", settings=ALL)
+    ((rows, ro),) = heads_rows([(heads, special)], ["x"])
     for fusion in ("max", "min"):
         F = fuse(heads.astype(np.float64), fusion)
         content = restrict(F, ~special)
@@ -138,19 +150,17 @@ def test_fused_rows_and_rollout_match_the_library():
 def test_analysis_on_a_pool_gives_the_same_rows_and_settings_choose_the_parts():
     batch = [(heads_attention(L=2, H=3, n=n, seed=n), special_mask(n)) for n in (5, 70, 9)]
     ids = ["a", "b", "c"]
-    here = analyse_head_inputs(batch, ids, model="m", dataset="d", settings=ALL)
+    here = heads_rows(batch, ids)
     with ThreadPoolExecutor(max_workers=3) as pool:
-        assert analyse_head_inputs(batch, ids, model="m", dataset="d", settings=ALL, pool=pool) == here
-    only_heads = analyse_head_inputs(batch, ids, model="m", dataset="d", settings=HeadSettings(per_head=True))
+        assert heads_rows(batch, ids, pool=pool) == here
+    only_heads = heads_rows(batch, ids, HeadSettings(per_head=True))
     assert all(r["fusion"] is None for rows, ro in only_heads for r in rows) and all(not ro for _, ro in only_heads)
-    only_max = analyse_head_inputs(batch, ids, model="m", dataset="d", settings=HeadSettings(fusions=("mean", "max")))
+    only_max = heads_rows(batch, ids, HeadSettings(fusions=("mean", "max")))
     assert {r["fusion"] for rows, _ in only_max for r in rows} == {"max"}
 
 
 def test_head_records_round_trip(tmp_path):
-    ((rows, ro),) = analyse_head_inputs(
-        [(heads_attention(), special_mask(7))], ["x"], model="m", dataset="d", settings=ALL
-    )
+    ((rows, ro),) = heads_rows([(heads_attention(), special_mask(7))], ["x"])
     path, rollout_path = tmp_path / "d.heads.parquet", tmp_path / "d.heads.rollout.parquet"
     write_head_records(path, rollout_path, rows, ro, {"condition": {"atol": 1e-9}})
     df = read_records(path)

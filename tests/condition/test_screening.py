@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import rollout_equality.condition.kernels as K
 from rollout_equality.condition.dobrushin import DEFAULT_ENGINE, Engine, _analyse, equality_condition, kappa
+from rollout_equality.condition.kernels.sweep import _block_tv
 
 FIELDS = ("kappa", "kappa_half", "bound", "slack", "n_max_pairs", "witness", "holds", "holds_direct")
 
@@ -182,7 +183,7 @@ def test_screen_bound_holds(n):
             A32 = A.astype(np.float32)
             tv32 = np.zeros((n, n), np.float32)
             for b in range((n + 3) // 4):
-                K._block_tv32(A32, tv32, 4 * b, np.float32(1.0))
+                _block_tv(A32, tv32, 4 * b, np.float32(1.0))  # the sweep's float32 compilation
             tv64 = K.upper_tv(A)
             c1, c2 = K.screen_bound(n, A.sum(axis=1).max())
             iu = np.triu_indices(n, 1)
@@ -374,16 +375,16 @@ def test_serial_twins_screen_as_the_parallel_kernels():
 
 
 def _records_both_ways(extractor, inputs):
-    """The layer and rollout records of each input (rollout_equality.condition.records.analyse_inputs, what rule measure
+    """The layer and rollout records of each input (rollout_equality.condition.analysis.analyse, what rule measure
     runs after each forward pass), screened and float64-only, from one forward pass."""
-    from rollout_equality.condition.records import analyse_inputs
+    from rollout_equality.condition.analysis import analyse
 
     with torch_inference():
         batch = extractor(inputs)
     ids = [f"x{i}" for i in range(len(inputs))]
-    ref = analyse_inputs(batch, ids, model="m", dataset="d", engine=FLOAT64)
-    got = analyse_inputs(batch, ids, model="m", dataset="d")
-    return [r for rows, _ in ref for r in rows], [r for _, ro in ref for r in ro], got
+    ref = analyse(batch, ids, model="m", dataset="d", engine=FLOAT64)
+    got = [records[:2] for records in analyse(batch, ids, model="m", dataset="d")]
+    return [r for records in ref for r in records.layer], [r for records in ref for r in records.rollout], got
 
 
 def torch_inference():

@@ -192,3 +192,18 @@ def test_an_experiment_measures_the_inputs_its_suites_give_it():
     assert run_inputs(config, first["model"], first["dataset"]) == 7
     assert run_inputs(config, "dinov2_large", "imagenet_val") is None  # all of the data set's n
     assert run_inputs(config, "no_model", "no_data") is None  # an experiment no suite lists
+
+
+def test_an_experiments_analysis_is_resolved_by_one_function_for_the_workflow_and_the_command_line():
+    """rule measure and ``rollout-equality measure`` both read experiment_analysis: a supervision study model gets
+    the study's own settings, any other experiment its suites' (or ``analysis``'s own)."""
+    from rollout_equality.config.checks import experiment_analysis, run_analysis
+    from rollout_equality.config.supervision import model_name
+
+    config = copy.deepcopy(SHIPPED)
+    config["supervision"]["analysis"] = {"per_head": True, "fusions": ["mean", "min"]}
+    study = model_name(config["supervision"]["objectives"][0], config["supervision"]["seeds"][0])
+    assert experiment_analysis(config, study, config["supervision"]["test_data"]) == config["supervision"]["analysis"]
+    assert experiment_analysis(config, "minilm", "pydoc_topics") == run_analysis(config, "minilm", "pydoc_topics")
+    models_smk = (REPO / "workflow" / "rules" / "models.smk").read_text()
+    assert "analysis=lambda w: experiment_analysis(config, w.model, w.dataset)" in models_smk

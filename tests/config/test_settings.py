@@ -43,7 +43,8 @@ def test_a_section_that_was_not_validated_is_named():
     "function, settings",
     [
         (measure.measure, ["extraction", "condition"]),
-        (measure.measure_inputs, ["condition", "batch_size"]),
+        (measure.measure_inputs, ["condition", "reading"]),
+        (measure.measure_and_write, ["reading", "condition"]),
         (ftt.measure_ftt, ["device", "condition"]),
         (ftt.train_ftt, ["batch_size", "device", "max_epochs", "patience", "binary_head"]),
         (baseline.random_baseline, ["atol", "chunk_size"]),

@@ -218,7 +218,8 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
     """Figures from records files; the paper's TeX check names the way out when TeX is missing."""
     import shutil as _shutil
 
-    from rollout_equality.condition.records import analyse_input, write_records
+    from rollout_equality.condition.analysis import analyse
+    from rollout_equality.condition.records import Dump, read_dump, write_dump, write_records
     from rollout_equality.reporting import figures, paper
 
     rng = np.random.default_rng(0)
@@ -228,7 +229,7 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
         for i in range(3):
             layers = rng.dirichlet(np.full(6, 0.4), size=(4, 6))
             special = np.array([True, False, False, False, False, True])
-            r, o = analyse_input(layers, special, model=model, dataset="d", input_id=f"x{i}")
+            ((r, o, _, _),) = analyse([(layers, special)], [f"x{i}"], model=model, dataset="d")
             rows += r
             ro += o
         path, rollout_file = (
@@ -239,13 +240,8 @@ def test_suite_figures_and_paper(tmp_path, monkeypatch):
         paths.append(path)
         rollouts.append(rollout_file)
     dump = tmp_path / "attention" / "m1" / "d.npz"
-    dump.parent.mkdir(parents=True)
-    np.savez(
-        dump,
-        model=np.array("m1"),
-        dataset=np.array("d"),
-        **{"x0/attention": layers.astype(np.float32), "x0/special": special},
-    )
+    write_dump(dump, Dump("m1", "d", {"x0": (layers, special)}))
+    assert read_dump(dump).inputs["x0"][0].dtype == np.float32 and read_dump(dump).model == "m1"
     out = {
         f"{name}_{ext}": tmp_path / "figs" / f"{name}.{ext}" for name in figures.SUITE_FIGURES for ext in ("pdf", "png")
     }
@@ -488,15 +484,16 @@ def test_the_inputs_table_names_each_data_set_s_manifest_once(tmp_path):
     table's per-array digests become one; records of one data set citing two manifests are refused."""
     import json
 
-    from rollout_equality.condition.records import analyse_input, write_records
+    from rollout_equality.condition.analysis import analyse
+    from rollout_equality.condition.records import write_records
     from rollout_equality.reporting.suite_tables import input_table
     from rollout_equality.runtime import digests
 
     rng = np.random.default_rng(0)
 
     def records(model, dataset, sha256):
-        r, o = analyse_input(
-            rng.dirichlet(np.ones(4), size=(2, 4)), np.zeros(4, bool), model=model, dataset=dataset, input_id="x"
+        ((r, o, _, _),) = analyse(
+            [(rng.dirichlet(np.ones(4), size=(2, 4)), np.zeros(4, bool))], ["x"], model=model, dataset=dataset
         )
         path = tmp_path / model / f"{dataset}.parquet"
         write_records(

@@ -233,10 +233,13 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
     model and an untrained control of config.yaml) the rates of those tables, and the figure."""
     import numpy as np
 
-    from rollout_equality.condition.heads import HeadSettings, analyse_head_inputs, write_head_records
-    from rollout_equality.condition.records import analyse_inputs, write_records
+    from rollout_equality.condition.analysis import Records, analyse
+    from rollout_equality.condition.attention import Attention
+    from rollout_equality.condition.records import read_records, write_head_records, write_records
     from rollout_equality.config.paths import HEAD_TABLES
+    from rollout_equality.config.settings import HeadSettings
     from rollout_equality.reporting.head_tables import write_head_tables
+    from rollout_equality.reporting.stats import model_rates, with_seeds
     from tools.documents import results
 
     kept_folder = tmp_path / "offline"
@@ -251,15 +254,18 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
             for _ in range(4)
         ]
         ids = [f"x{i}" for i in range(4)]
-        averaged = analyse_inputs([(h.mean(axis=1), s) for h, s in batch], ids, model=model, dataset="pydoc_topics")
-        per_head = analyse_head_inputs(
-            batch, ids, model=model, dataset="pydoc_topics", settings=HeadSettings(True, ("mean", "max", "min"))
+        records = Records.joined(
+            analyse(
+                [Attention(h.mean(axis=1), s, h) for h, s in batch],
+                ids,
+                model=model,
+                dataset="pydoc_topics",
+                settings=HeadSettings(True, ("mean", "max", "min")),
+            )
         )
         paths = {k: tmp_path / f"{model}.{k}.parquet" for k in files}
-        write_records(paths["records"], paths["rollout"], *[[r for x in averaged for r in x[i]] for i in (0, 1)], {})
-        write_head_records(
-            paths["heads"], paths["heads_rollout"], *[[r for x in per_head for r in x[i]] for i in (0, 1)], {}
-        )
+        write_records(paths["records"], paths["rollout"], records.layer, records.rollout, {})
+        write_head_records(paths["heads"], paths["heads_rollout"], records.heads, records.heads_rollout, {})
         for k in files:
             files[k].append(paths[k])
     out = {key: tmp_path / path.format(suite="s") for key, path in HEAD_TABLES.items()}
@@ -267,6 +273,10 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
     for name in results.HEAD_FILES:
         key = "heads_png" if name == "heads.png" else next(k for k, v in HEAD_TABLES.items() if v.endswith(name))
         (kept_folder / name).write_bytes(out[key].read_bytes())
+    layer = pd.concat([read_records(p) for p in files["records"]], ignore_index=True)
+    with_seeds(model_rates(layer), layer).to_csv(
+        kept_folder / "model_rates.csv", index=False
+    )  # FT-Transformer's by seed
     text = results.heads_section()
     heads = pd.read_csv(kept_folder / "head_rates.csv").set_index(["model", "token_set"])
     trained = f"{100 * heads.loc[('minilm', 'content'), 'rate']:.0f}%"

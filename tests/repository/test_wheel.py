@@ -77,9 +77,10 @@ def test_the_installed_wheel_measures_a_copied_model_and_data_set_as_the_workflo
     from models_tiny import build
 
     from rollout_equality.acquire.data import prepare_data
+    from rollout_equality.acquire.models import read_model_info
     from rollout_equality.config.load import partial_config, with_defaults
     from rollout_equality.config.settings import Condition, Extraction, from_section
-    from rollout_equality.measure import measure, read_model_info
+    from rollout_equality.measure import Outputs, measure
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -96,7 +97,7 @@ def test_the_installed_wheel_measures_a_copied_model_and_data_set_as_the_workflo
     config = partial_config({"extraction": {"device": "cpu"}})
     measure(
         read_model_info(tmp_path / "run/distilbert/model.json"), tmp_path / "run/data/pydoc",
-        tmp_path / "rule.parquet", tmp_path / "rule.rollout.parquet", model="distilbert", dataset="pydoc",
+        Outputs(tmp_path / "rule.parquet", tmp_path / "rule.rollout.parquet"), model="distilbert", dataset="pydoc",
         extraction=from_section(Extraction, config["extraction"]), condition=from_section(Condition, config["condition"]),
     )  # fmt: skip
     shutil.copytree(tmp_path / "run/distilbert", tmp_path / "elsewhere/distilbert")

@@ -380,7 +380,7 @@ def test_default_model_configuration():
 def test_every_head_of_every_block_beside_the_same_average(trained, tmp_path):
     """FT-Transformer: each block's heads (the last block's recomputed as a square matrix too), their mean the
     head-averaged attention; the per-head and fused records written beside the same layer records."""
-    from rollout_equality.condition.heads import HeadSettings
+    from rollout_equality.config.settings import HeadSettings
 
     root, _ = trained
     manifest, arrays, model = load_trained(*files(root, "cancer"), root / "a" / "model.pt", root / "a" / "metrics.json")

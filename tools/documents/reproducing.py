@@ -4,6 +4,7 @@ reads each), and the libraries that fix the rest."""
 
 from __future__ import annotations
 
+from rollout_equality.config.checks import FTT_PREFIX
 from tools.documents.kept import LOCK, PAPER_SUITE, load_config
 from tools.documents.wording import and_, markdown_table, seeds, sig, split
 
@@ -84,7 +85,7 @@ def sources_table(config: dict, suite: str) -> str:
                 revision = f"sha256 `{archive.checksum[:12]}…` (in scikit-learn's code)"
                 files = f"`{archive.filename}`"
             read = [f"FT-Transformer, {seeds(tables[name]['seeds'])}"]
-            said = claims_of(f"ftt:{name}")
+            said = claims_of(f"{FTT_PREFIX}{name}")
         if said:
             read.append(f"claim{'s' if len(said) > 1 else ''} {and_(said)}")
         kinds = {"models": "model", "datasets": "data set", "tables": "table"}

@@ -8,9 +8,10 @@ import json
 
 import pandas as pd
 
-from rollout_equality.condition.heads import FUSIONS
+from rollout_equality.condition.records import seeded
 from rollout_equality.config.checks import model_kinds
 from rollout_equality.config.paths import HEAD_TABLES
+from rollout_equality.config.settings import FUSIONS
 from tools.documents.kept import (
     ABLATION,
     ENVIRONMENT,
@@ -49,119 +50,165 @@ def _claims_md(claims: pd.DataFrame) -> str:
 
 
 def results_values() -> dict[str, str]:
-    """Every ``{name}`` of docs/results.in.md, computed from docs/offline/, docs/ftt_ablation/ and config.yaml."""
+    """Every ``{name}`` of docs/results.in.md, computed from docs/offline/, docs/ftt_ablation/ and config.yaml. No model,
+    data set, table or setting is named here: each value is made for every run, table or setting the kept tables
+    hold, under a name made of theirs (``<model>_on_<dataset>_…``, ``<table>_…``, ``abl_<setting>_…``), and the
+    template picks the ones its sentences speak of."""
     config = read_config()
-    claims = config["claims"]
-    base = pd.read_csv(OFFLINE / "random_baseline.csv").set_index("n")
     rates = pd.read_csv(OFFLINE / "model_rates.csv")
     depth = pd.read_csv(OFFLINE / "depth_rates.csv")
-    scores = pd.read_csv(OFFLINE / "ftt_scores.csv")
-    abl = pd.read_csv(ABLATION / "summary.csv").set_index("setting")
-    r = {(m, d, t): x for m, d, t, x in zip(rates["model"], rates["dataset"], rates["token_set"], rates["rate"])}
-    photos = controls_dataset(config)
-    text_r = {(m, t): x for (m, d, t), x in r.items() if d == "pydoc_topics"}
-    photo_r = {(m, t): x for (m, d, t), x in r.items() if d == photos}
-    r = {**photo_r, **text_r}  # the models measured on the pydoc segments or the image controls' photographs
+    special = pd.read_csv(OFFLINE / "special_tokens.csv")
     verdicts = offline_claims()
-    v: dict[str, str] = {"heads_section": heads_section(), **supervision_values()}
-    v["kept_cpu"] = json.loads((OFFLINE / ENVIRONMENT).read_text())["cpu"]
-    for key, dataset in (("text_inputs", "pydoc_topics"), ("photo_inputs", photos)):
-        v[key] = str(int(rates.loc[rates["dataset"] == dataset, "inputs"].max()))
-
-    b = next(c for c in claims.values() if c["kind"] == "baseline")
-    v["baseline_claim"] = f"{b['range'][0]:.0%}–{b['range'][1]:.0%}"
-    text = claims["all_tokens"]["range"]
-    v["all_tokens_claim"] = f"{text[0]:.0%}–{text[1]:.0%}"
-    text = claims["content"]["range"]
-    v["content_claim"] = f"{text[0]:.0%}–{text[1]:.0%}"
-    v["baseline_trials"] = f"{int(base['trials'].iloc[0]):,}"
-    v["baseline_half_width"] = pct(((base["ci_high"] - base["ci_low"]) / 2).max())
-    for n in (3, 4, 5):
-        v[f"baseline_n{n}"] = pct(base.loc[n, "rate"], 0)
-    mid, large = base.loc[6:15], base.loc[16:]  # how the page groups the n above the claim's cut
-    v["baseline_mid"] = span(mid["rate"], 1)
-    v["baseline_mid_n"] = f"{mid.index.min()}–{mid.index.max()}"
-    v["baseline_large"] = span(large["rate"], 1)
-    v["baseline_large_n"] = f"{large.index.min()}–{large.index.max()}"
-
-    minilm = depth[depth["model"] == "minilm"].set_index(["token_set", "layer"])["rate"]
-    full = [layer for layer in sorted(minilm["content"].index) if minilm[("content", layer)] == 1.0]
-    last = max(minilm["content"].index)
-    v["minilm"] = f"{pct(r[('minilm', 'content')])}% / {pct(r[('minilm', 'all')])}%"
-    v["minilm_full_layers"] = f"{min(full)}–{max(full)}"
-    v["minilm_last"] = f"{pct(minilm[('content', last)])}% / {pct(minilm[('all', last)])}%"
-    v["mpnet"] = f"{pct(r[('mpnet', 'content')])}% / {pct(r[('mpnet', 'all')])}%"
-    v["mpnet_top_layer"] = pct(depth.loc[depth["model"] == "mpnet", "rate"].max())
-    mp = rates[rates["model"] == "mpnet"]
-    v["mpnet_matrices"] = f"{int(mp['pairs'].sum()):,}"
-    v["mpnet_agreement"] = "every one" if (mp["agreement"] == 1.0).all() else f"{mp['agreement'].min():.2%}"
-    kinds = model_kinds(config["models"])  # untrained controls: random_init in their config entry
-    controls = [x for (m, _), x in r.items() if kinds.get(m) == "untrained control"]
-    v["controls"] = span(controls)
-    image_controls = rates[rates["model"].map(kinds.get).eq("untrained control") & (rates["dataset"] == photos)]
-    v["controls_half_width"] = pct(((image_controls["ci_high"] - image_controls["ci_low"]) / 2).max())
-    text_controls = rates[rates["model"].map(kinds.get).eq("untrained control") & (rates["dataset"] == "pydoc_topics")]
-    v["control_photo_inputs"] = str(int(image_controls["inputs"].max()))
-    v["control_text_inputs"] = str(int(text_controls["inputs"].max()))
-    for name in ("roberta_base", "distilbert_base"):
-        v[f"{name}_random"] = f"{pct(r[(f'{name}_random', 'content')])} / {pct(r[(f'{name}_random', 'all')])}"
-    v["dinov2_random"] = " / ".join(pct(r[(f"dinov2_{s}_random", "content")]) for s in ("small", "base", "large"))
-    v["deit_random"] = pct(r[("deit_base_random", "content")])
-    v["vit_random"] = pct(r[("vit_base_16_random", "content")])
-
-    tabular = config["tabular"]
-    v["batch_size"] = str(tabular["training"]["batch_size"])
-    v["patience"] = str(tabular["training"]["patience"])
-    v["adult_val"] = f"{100 * tabular['datasets']['adult_uci']['split']['val']:.0f}"
-    v["paper_split"] = split(tabular["split"])
-    v["adult_openml"] = f"OpenML {tabular['datasets']['adult']['source']['openml']['id']}"
-    ftt = next(c for c in claims.values() if c["kind"] == "rate" and any(s.startswith("ftt:") for s in c["subjects"]))
-    v["ftt_claim"] = f"{ftt['range'][0]:.0%}–{ftt['range'][1]:.0%}"
-    adult = scores[scores["dataset"] == "adult_uci"].iloc[0]
-    v["adult_accuracy"] = f"{adult['test']:.3f}"
-    v["adult_epochs"] = str(int(adult["epochs"]))
-    v["adult_published"] = f"{adult['published']:.2f}"
-    v["adult_best_epoch"] = str(int(adult["best_epoch"]))
-    v["adult_train_rows"] = f"{int(adult['n_train']):,}"
-    bc, di = (scores.loc[scores["dataset"] == t, "test"] for t in ("breast_cancer", "diabetes"))
-    v["breast_cancer_accuracy"] = f"{bc.min():.3f}–{bc.max():.3f}"
-    v["diabetes_rmse"] = f"{di.min():.1f}–{di.max():.1f}"
-    f = rates[rates["model"].str.startswith("ftt_seed")]
-
-    def ftt_span(table: str, token_set: str) -> str:
-        sel = f[(f["dataset"] == table) & (f["token_set"] == token_set)]["rate"]
-        return pct(sel.iloc[0], 0) if len(sel) == 1 else span(sel)
-
-    for table in ("adult_uci", "breast_cancer", "diabetes"):
-        v[f"{table}_rates"] = f"{ftt_span(table, 'content')}% / {ftt_span(table, 'all')}%"
-    v["ftt_seeds"] = str(int(scores.groupby("dataset").size().max()))
-
-    ref = abl.loc["reference"]
-    v["abl_test"] = f"{abl['test_mean'].min():.3f}–{abl['test_mean'].max():.3f}"
-    v["abl_rates"] = span(abl["content_rate"], 1)
-    v["abl_reference"] = pct(ref["content_rate"])
-    v["abl_reference_seeds"] = f"{pct(ref['content_seed_min'])}–{pct(ref['content_seed_max'])}"
-    v["abl_seeds"] = str(int(abl["seeds"].max()))
-    for key, setting in (("noise", "no_quantile_noise"), ("ref", "reference"), ("independent", "independent")):
-        row = abl.loc[setting]
-        v[f"abl_first_{key}"] = f"{pct(row['first_content_seed_min'])}–{pct(row['first_content_seed_max'])}"
-    v["abl_quantiles_1000"] = pct(abl.loc["quantiles_1000", "content_rate"])
-    v["abl_inputs"] = str(int(pd.read_csv(ABLATION / "layers.csv")["pairs"].iloc[0]))
-
-    special = pd.read_csv(OFFLINE / "special_tokens.csv").set_index("model")
-    v["special_low"] = f"{100 * claims['special_tokens']['range'][0]:.0f}"
-    for model in ("minilm", "mpnet"):
-        v[f"{model}_special_holds"] = f"{int(special.loc[model, 'content_holds']):,}"
-        v[f"{model}_special_failing"] = f"{int(special.loc[model, 'failing_all']):,}"
-        v[f"{model}_special"] = pct(special.loc[model, "share"])
-    v.update(onnx_values(rates, depth, special, verdicts, claims))
-    v.update(analysis_values())
-    v["claims_table"] = _claims_md(verdicts)
-    v["trained_weights_table"] = trained_weights_md(config)
+    values: dict[str, str] = {"heads_section": heads_section(), **supervision_values()}
+    values["kept_cpu"] = json.loads((OFFLINE / ENVIRONMENT).read_text())["cpu"]
+    values.update(claim_values(config["claims"]))
+    values.update(baseline_values(pd.read_csv(OFFLINE / "random_baseline.csv").set_index("n")))
+    values.update(run_values(rates, depth, special))
+    values.update(control_values(config, rates))
+    values.update(ftt_values(config["tabular"], rates, pd.read_csv(OFFLINE / "ftt_scores.csv")))
+    values.update(ablation_values(pd.read_csv(ABLATION / "summary.csv").set_index("setting")))
+    values.update(onnx_values(rates, depth, special.set_index("model"), verdicts, config["claims"]))
+    values.update(analysis_values())
+    values["claims_table"] = _claims_md(verdicts)
+    values["trained_weights_table"] = trained_weights_md(config)
     kept = pd.read_csv(OFFLINE / "trained_weights.csv").dropna(subset=["mirror_vs_others"]).set_index("weights")
-    for arm in ("trained", "random"):
-        v[f"mirror_{arm}"] = pct(kept.loc[arm, "mirror_vs_others"], 0) + "%"
-    return v
+    values.update({f"mirror_{arm}": pct(share, 0) + "%" for arm, share in kept["mirror_vs_others"].items()})
+    return values
+
+
+def claim_values(claims: dict) -> dict[str, str]:
+    """Per claim of ``claims:`` with a range: ``<claim>_claim``, the range in percent (``24%–30%``), and
+    ``<claim>_low``, its lower end in percent (``90``)."""
+    values = {}
+    for name, claim in claims.items():
+        if "range" in claim:
+            low, high = claim["range"]
+            values[f"{name}_claim"] = f"{low:.0%}–{high:.0%}"
+            values[f"{name}_low"] = f"{100 * low:.0f}"
+    return values
+
+
+def baseline_values(baseline: pd.DataFrame) -> dict[str, str]:
+    """The random baseline (by n): its trials, the widest interval's half-width, the rates at n = 3, 4, 5 and their
+    spans for n = 6–15 and n ≥ 16 (how the page groups the sizes above the claim's cut)."""
+    values = {
+        "baseline_trials": f"{int(baseline['trials'].iloc[0]):,}",
+        "baseline_half_width": pct(((baseline["ci_high"] - baseline["ci_low"]) / 2).max()),
+    }
+    values.update({f"baseline_n{n}": pct(baseline.loc[n, "rate"], 0) for n in (3, 4, 5)})
+    for group, sizes in (("mid", baseline.loc[6:15]), ("large", baseline.loc[16:])):
+        values[f"baseline_{group}"] = span(sizes["rate"], 1)
+        values[f"baseline_{group}_n"] = f"{sizes.index.min()}–{sizes.index.max()}"
+    return values
+
+
+def run_values(rates: pd.DataFrame, depth: pd.DataFrame, special: pd.DataFrame) -> dict[str, str]:
+    """Per run (model on data set) of the offline suite, under ``<model>_on_<dataset>``: its rates on content / all
+    tokens (``_content``, ``_all`` in percent, and both as ``c% / a%``), its matrices and how many of them the two
+    computations agree on, its layers at 100% on content tokens (``_full_layers``), its last layer (``_last``) and
+    its highest layer (``_top_layer``); its special-token share where it fails on all tokens (``_special_holds``,
+    ``_special_failing``, ``_special``). Per data set, ``<dataset>_inputs``: the most inputs a run measured."""
+    values = {}
+    for (model, dataset), run in rates.groupby(["model", "dataset"], sort=False):
+        name = f"{model}_on_{dataset}"
+        by_token_set = run.set_index("token_set")
+        content, every = (pct(by_token_set.loc[t, "rate"]) for t in ("content", "all"))
+        values[f"{name}_content"], values[f"{name}_all"], values[name] = content, every, f"{content}% / {every}%"
+        values[f"{name}_matrices"] = f"{int(run['pairs'].sum()):,}"
+        agreement = run["agreement"]
+        values[f"{name}_agreement"] = "every one" if (agreement == 1.0).all() else f"{agreement.min():.2%}"
+        layers = depth[(depth["model"] == model) & (depth["dataset"] == dataset)].set_index(["token_set", "layer"])
+        by_layer = layers["rate"]
+        full = [layer for layer in sorted(by_layer["content"].index) if by_layer[("content", layer)] == 1.0]
+        if full:
+            values[f"{name}_full_layers"] = f"{min(full)}–{max(full)}"
+        last = max(by_layer["content"].index)
+        values[f"{name}_last"] = f"{pct(by_layer[('content', last)])}% / {pct(by_layer[('all', last)])}%"
+        values[f"{name}_top_layer"] = pct(by_layer.max())
+    for row in special.itertuples():
+        name = f"{row.model}_on_{row.dataset}"
+        values[f"{name}_special_holds"] = f"{int(row.content_holds):,}"
+        values[f"{name}_special_failing"] = f"{int(row.failing_all):,}"
+        values[f"{name}_special"] = pct(row.share)
+    values.update({f"{dataset}_inputs": str(int(run["inputs"].max())) for dataset, run in rates.groupby("dataset")})
+    return values
+
+
+def control_values(config: dict, rates: pd.DataFrame) -> dict[str, str]:
+    """The untrained controls measured on the first inputs of their data sets (an experiment's ``inputs:``, the
+    paper architectures at their published sizes): the span of their rates (``controls``), the widest Wilson
+    interval of the image ones (``controls_half_width``), and how many inputs they took by modality
+    (``controls_<modality>_inputs``)."""
+    kinds = model_kinds(config["models"])  # untrained controls: random_init in their config entry
+    limited = {
+        (e["model"], e["dataset"])
+        for e in config["suites"]["offline"]
+        if "inputs" in e and kinds[e["model"]] == "untrained control"
+    }
+    runs = rates[[(m, d) in limited for m, d in zip(rates["model"], rates["dataset"])]]
+    modality = runs["dataset"].map(lambda dataset: config["datasets"][dataset]["modality"])
+    images = runs[modality == "image"]
+    values = {
+        "controls": span(runs["rate"]),
+        "controls_half_width": pct(((images["ci_high"] - images["ci_low"]) / 2).max()),
+    }
+    values.update({f"controls_{m}_inputs": str(int(runs.loc[modality == m, "inputs"].max())) for m in set(modality)})
+    return values
+
+
+def ftt_values(tabular: dict, rates: pd.DataFrame, scores: pd.DataFrame) -> dict[str, str]:
+    """The FT-Transformer section: the training recipe (``batch_size``, ``patience``, ``paper_split``); per table of
+    ``tabular.datasets`` its own validation share (``<table>_val``) and OpenML id (``<table>_openml``) where it has
+    them; per table trained, its runs' rates on content / all tokens (``<table>_rates``), test scores (``_test``:
+    one, or the seeds' span), and its first run's epochs, published score, best epoch and training rows; the most
+    seeds a table has (``ftt_seeds``)."""
+    values = {
+        "batch_size": str(tabular["training"]["batch_size"]),
+        "patience": str(tabular["training"]["patience"]),
+        "paper_split": split(tabular["split"]),
+    }
+    for table, entry in tabular["datasets"].items():
+        if "val" in entry.get("split", {}):
+            values[f"{table}_val"] = f"{100 * entry['split']['val']:.0f}"
+        if "openml" in entry["source"]:
+            values[f"{table}_openml"] = f"OpenML {entry['source']['openml']['id']}"
+    runs = rates[seeded(rates)]
+
+    def seeds_span(table: str, token_set: str) -> str:
+        chosen = runs[(runs["dataset"] == table) & (runs["token_set"] == token_set)]["rate"]
+        return pct(chosen.iloc[0], 0) if len(chosen) == 1 else span(chosen)
+
+    for table, trained in scores.groupby("dataset", sort=False):
+        values[f"{table}_rates"] = f"{seeds_span(table, 'content')}% / {seeds_span(table, 'all')}%"
+        digits = 3 if trained["metric"].iloc[0] == "accuracy" else 1
+        low, high = (f"{x:.{digits}f}" for x in (trained["test"].min(), trained["test"].max()))
+        values[f"{table}_test"] = low if len(trained) == 1 else f"{low}–{high}"
+        first = trained.iloc[0]
+        values[f"{table}_epochs"] = str(int(first["epochs"]))
+        values[f"{table}_published"] = f"{first['published']:.2f}"
+        values[f"{table}_best_epoch"] = str(int(first["best_epoch"]))
+        values[f"{table}_train_rows"] = f"{int(first['n_train']):,}"
+    values["ftt_seeds"] = str(int(scores.groupby("dataset").size().max()))
+    return values
+
+
+def ablation_values(summary: pd.DataFrame) -> dict[str, str]:
+    """The recipe ablation (its summary, by setting): the span of its test scores and content-token rates, its
+    seeds and inputs; per setting its rate (``abl_<setting>_rate``) and the span of its seeds' rates over all layers
+    and at the first layer (``_seeds``, ``_first_seeds``)."""
+    values = {
+        "abl_test": f"{summary['test_mean'].min():.3f}–{summary['test_mean'].max():.3f}",
+        "abl_rates": span(summary["content_rate"], 1),
+        "abl_seeds": str(int(summary["seeds"].max())),
+        "abl_inputs": str(int(pd.read_csv(ABLATION / "layers.csv")["pairs"].iloc[0])),
+    }
+    for setting, row in summary.iterrows():
+        values[f"abl_{setting}_rate"] = pct(row["content_rate"])
+        values[f"abl_{setting}_seeds"] = f"{pct(row['content_seed_min'])}–{pct(row['content_seed_max'])}"
+        values[f"abl_{setting}_first_seeds"] = (
+            f"{pct(row['first_content_seed_min'])}–{pct(row['first_content_seed_max'])}"
+        )
+    return values
 
 
 HEAD_FILES = ("head_rates.csv", "head_agreement.csv", "fusion_rates.csv", "heads.png")
@@ -179,16 +226,18 @@ def heads_section() -> str:
         )
     config = read_config()
     kinds = model_kinds(config["models"])
+    model_rates = pd.read_csv(OFFLINE / "model_rates.csv")
+    ftt_runs = set(model_rates.loc[seeded(model_rates), ["model", "dataset"]].itertuples(index=False, name=None))
     heads = pd.read_csv(OFFLINE / "head_rates.csv")
     agreement = pd.read_csv(OFFLINE / "head_agreement.csv")
     fusions = pd.read_csv(OFFLINE / "fusion_rates.csv")
     content = heads[heads["token_set"] == "content"]
 
-    def kind(model: str) -> str:
-        return "ftt" if model.startswith("ftt_seed") else kinds.get(model, "trained")
+    def kind(model: str, dataset: str) -> str:
+        return "ftt" if (model, dataset) in ftt_runs else kinds.get(model, "trained")
 
     def rates(df: pd.DataFrame, which: str) -> str | None:
-        picked = df[[kind(m) == which for m in df["model"]]]
+        picked = df[[kind(m, d) == which for m, d in zip(df["model"], df["dataset"])]]
         return f"{span(picked['rate'])}%" if len(picked) else None
 
     agree = agreement[agreement["token_set"] == "content"]
@@ -222,11 +271,6 @@ def heads_section() -> str:
         "![Per-head rate by layer and head, trained models above their untrained controls](offline/heads.png)",
     ]
     return "\n".join(lines)
-
-
-def controls_dataset(config: dict) -> str:
-    """The data set the offline suite measures the untrained image controls on (the one of ViT-B/16's control)."""
-    return next(e["dataset"] for e in config["suites"]["offline"] if e["model"] == "vit_base_16_random")
 
 
 def analysis_values() -> dict[str, str]:

@@ -37,12 +37,12 @@ def and_(items: list[str]) -> str:
 
 
 def against(low: float, high: float, claimed: list[float]) -> str:
-    """Where the interval [low, high] lies against the claimed range."""
-    if low > claimed[1]:
-        return "lies above"
-    if high < claimed[0]:
-        return "lies below"
-    return "lies within" if claimed[0] <= low and high <= claimed[1] else "overlaps"
+    """Where the interval [low, high] lies against the claimed range, in a sentence's words
+    (:func:`rollout_equality.reporting.claims.placement` judges it)."""
+    from rollout_equality.reporting.claims import placement
+
+    where = placement(claimed[0], claimed[1], low, high)
+    return where if where == "overlaps" else f"lies {where}"
 
 
 def sig(x: float, digits: int = 2) -> str:

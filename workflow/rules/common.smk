@@ -22,6 +22,7 @@ from rollout_equality.config.checks import (
     baseline_claim,
     claim_reasons,
     dropped_by_overlay,
+    experiment_analysis,
     model_kinds,
     resolved_tables,
     run_analysis,
@@ -140,6 +141,7 @@ from rollout_equality.config.paths import (
     TABLE_NAMES,
     TABLE_RAW,
     benchmark_path,
+    companions,
     log_path,
 )
 
@@ -221,18 +223,13 @@ wildcard_constraints:
 BASELINE_TARGETS = [BASELINE_CSV, BASELINE_TEX] + [BASELINE_FIGURE.format(ext=e) for e in ("pdf", "png")]
 
 
-def suite_records(suite, rollout=False):
-    """Every records file of ``suite`` (layer records, or with ``rollout`` their rollout companions):
-    the transformers / timm experiments, then the FT-Transformer runs."""
-    exp_template, ftt_template = (ROLLOUT, FTT_ROLLOUT) if rollout else (RECORDS, FTT_RECORDS)
-    paths = [exp_template.format(**e) for e in config["suites"].get(suite, [])]
-    return paths + [ftt_template.format(tabular=t, seed=s) for t, s in ftt_runs(suite)]
-
-
-def suite_heads(suite, rollout=False):
-    """Every heads file of ``suite`` (or with ``rollout`` their fused rollout companions), in the order of
-    :func:`suite_records`."""
-    exp_template, ftt_template = (HEADS_ROLLOUT, FTT_HEADS_ROLLOUT) if rollout else (HEADS, FTT_HEADS)
+def suite_records(suite, kind="records"):
+    """Every records file of ``suite`` of one kind: the layer records (``records``) or each one's companion
+    (``rollout``, ``heads``, ``heads_rollout``: rollout_equality.config.paths.COMPANION_SUFFIXES); the transformers /
+    timm experiments, then the FT-Transformer runs."""
+    exp_template, ftt_template = (
+        (RECORDS, FTT_RECORDS) if kind == "records" else (companions(RECORDS)[kind], companions(FTT_RECORDS)[kind])
+    )
     paths = [exp_template.format(**e) for e in config["suites"].get(suite, [])]
     return paths + [ftt_template.format(tabular=t, seed=s) for t, s in ftt_runs(suite)]
 
@@ -277,14 +274,6 @@ def model_source(name):
     if name in SUPERVISION_MODELS:
         return [SUPERVISION_FILES["info"].format(**r) for r in SUPERVISION_RUNS if supervision_model(**r) == name]
     return source_check("models", name)
-
-
-def experiment_analysis(model, dataset):
-    """``{per_head, fusions}`` of an experiment: the supervision study's own for its models, else as the suites
-    resolve it (rollout_equality.config.checks.run_analysis)."""
-    if model in SUPERVISION_MODELS:
-        return dict(SUPERVISION["analysis"])
-    return run_analysis(config, model, dataset)
 
 
 def supervision_targets():

@@ -88,7 +88,7 @@ rule measure:
     params:
         extraction=config["extraction"],
         condition=config["condition"],
-        analysis=lambda w: experiment_analysis(w.model, w.dataset),
+        analysis=lambda w: experiment_analysis(config, w.model, w.dataset),
         inputs=lambda w: run_inputs(config, w.model, w.dataset),
     script:
         "../scripts/measure.py"

@@ -44,7 +44,7 @@ rule write_suite_tables:
     """Rates per model and per depth, the rollout summary and the claims table of one suite."""
     input:
         records=lambda w: suite_records(w.suite),
-        rollout=lambda w: suite_records(w.suite, rollout=True),
+        rollout=lambda w: suite_records(w.suite, "rollout"),
         metrics=lambda w: ftt_metrics(w.suite),
         baseline=BASELINE_CSV,
         ablation=lambda w: [FTT_ABLATION["summary"]] if ablation_in(w.suite) else [],
@@ -66,7 +66,7 @@ rule write_suite_figures:
     """Rate against depth, slack, rollout against its bounds, and an attention heatmap for one suite."""
     input:
         records=lambda w: suite_records(w.suite),
-        rollout=lambda w: suite_records(w.suite, rollout=True),
+        rollout=lambda w: suite_records(w.suite, "rollout"),
         dumps=lambda w: suite_dumps(w.suite),
     output:
         **reported(SUITE_FIGURES, FIGURE_CAPTIONS),
@@ -87,9 +87,9 @@ rule write_head_tables:
     layers figure of one suite (config analysis)."""
     input:
         records=lambda w: suite_records(w.suite),
-        rollout=lambda w: suite_records(w.suite, rollout=True),
-        heads=lambda w: suite_heads(w.suite),
-        heads_rollout=lambda w: suite_heads(w.suite, rollout=True),
+        rollout=lambda w: suite_records(w.suite, "rollout"),
+        heads=lambda w: suite_records(w.suite, "heads"),
+        heads_rollout=lambda w: suite_records(w.suite, "heads_rollout"),
     output:
         **HEAD_TABLES,
     log:

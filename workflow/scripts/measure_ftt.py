@@ -7,8 +7,7 @@ from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.params.training["threads"], snakemake.params.training["code_path"])  # offline, threads, code path
 
-from rollout_equality.condition.heads import HeadSettings
-from rollout_equality.config.settings import Condition, from_section
+from rollout_equality.config.settings import Condition, HeadSettings, from_section
 from rollout_equality.reporting.suite_tables import summarise_records
 from rollout_equality.runtime.device import resolve_device
 from rollout_equality.runtime.files import logging_to

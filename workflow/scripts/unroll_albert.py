@@ -6,7 +6,7 @@ from rollout_equality.runtime.prelude import prelude
 
 prelude(snakemake.params.threads, snakemake.params.code_path)  # offline, extraction.threads and code_path: first
 
-from rollout_equality.measure import read_model_info
+from rollout_equality.acquire.models import read_model_info
 from rollout_equality.runtime.files import logging_to
 from rollout_equality.studies.dynamics.albert import unroll_albert
 

@@ -1,7 +1,8 @@
 """The Hugging Face hub: revisions resolved to commits, only the files a loader reads, and errors
 that name their real cause.
 
-Three things go wrong when a pipeline meets the hub, and each gets its own message:
+Three things go wrong when a pipeline meets the hub, and each gets its own message (the cause read by
+:func:`rollout_equality.acquire.network.cause`, the message by :func:`describe`):
 
 * the network: the hub cannot be reached (DNS, refused or reset connections, time-outs), or
   ``HF_HUB_OFFLINE=1`` forbids it and the files are not on disk — only these say "unreachable";
@@ -24,11 +25,11 @@ import json
 import logging
 import os
 import re
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from rollout_equality.acquire import network
 from rollout_equality.runtime import digests
 from rollout_equality.runtime.files import write_json
 
@@ -36,13 +37,16 @@ log = logging.getLogger(__name__)
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
-# Weights in the order a loader prefers them: one file, or an index with the shards beside it.
-WEIGHT_CHOICES = (
-    ("model.safetensors", None),
-    ("model.safetensors.index.json", re.compile(r"[^/]+\.safetensors")),
-    ("pytorch_model.bin", None),
-    ("pytorch_model.bin.index.json", re.compile(r"pytorch_model[^/]*\.bin")),
+WEIGHT_FILES = (
+    ("model.safetensors", re.compile(r"[^/]+\.safetensors")),
+    ("pytorch_model.bin", re.compile(r"pytorch_model[^/]*\.bin")),
 )
+"""The PyTorch weights a loader reads, in the order it prefers them: each the file itself, or its index
+(``<file>.index.json``) with the shards its pattern matches beside it. The one list of weight file names:
+:mod:`rollout_equality.acquire.models` reads it too."""
+WEIGHT_NAMES = tuple(name for name, _ in WEIGHT_FILES)
+"""The names of :data:`WEIGHT_FILES`."""
+INDEX = ".index.json"
 # Besides the weights, a loader reads configuration, tokenizer and preprocessor files at the top
 # level: JSON (config, tokenizer, preprocessor), vocabularies and merges (.txt, .vocab, bpe.codes),
 # SentencePiece models (.model, .spm), tiktoken files, chat templates (.jinja). Indexes of other
@@ -72,18 +76,6 @@ def api_timeout():
 DROPPED_RETRY_WAITS = (1.0, 2.0, 4.0)
 
 
-def _dropped(err: BaseException) -> bool:
-    """True when ``err`` (or an error it was raised from) is a connection dropped after it was made."""
-    types: list[type] = []
-    for module in ("httpx2", "httpx"):
-        try:
-            mod = __import__(module)
-        except ImportError:
-            continue
-        types += [getattr(mod, n) for n in ("ReadError", "WriteError", "RemoteProtocolError", "CloseError")]
-    return any(isinstance(e, tuple(types)) for e in _chain(err))
-
-
 def retry_dropped(call: Callable[[], Any], what: str) -> Any:
     """``call()``, made again (:data:`DROPPED_RETRY_WAITS`) when the server dropped the connection it had accepted."""
     import time
@@ -92,7 +84,7 @@ def retry_dropped(call: Callable[[], Any], what: str) -> Any:
         try:
             return call()
         except Exception as err:
-            if wait is None or not _dropped(err):
+            if wait is None or network.cause(err).connection != "broken":
                 raise
             log.info(
                 "%s: the server dropped the connection (%s: %s); again in %.0f s", what, type(err).__name__, err, wait
@@ -109,99 +101,46 @@ def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-def _chain(err: BaseException) -> Iterable[BaseException]:
-    seen: set[int] = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        yield err
-        err = err.__cause__ or err.__context__
-
-
-def _connection_types() -> tuple[type, ...]:
-    types: list[type] = [ConnectionError, TimeoutError, socket.gaierror, socket.timeout]
-    for module, names in (
-        ("httpx2", ("TransportError",)),  # huggingface_hub 2: connect/read errors, time-outs
-        ("httpx", ("TransportError",)),
-        ("requests.exceptions", ("ConnectionError", "Timeout")),  # openml, older clients
-        ("urllib3.exceptions", ("MaxRetryError", "NewConnectionError", "ProtocolError", "TimeoutError")),
-        ("aiohttp", ("ClientConnectionError",)),
-    ):
-        try:
-            mod = __import__(module, fromlist=list(names))
-        except ImportError:
-            continue
-        types += [getattr(mod, n) for n in names if isinstance(getattr(mod, n, None), type)]
-    return tuple(types)
-
-
-def connection_failure(err: BaseException) -> bool:
-    """True when ``err`` (or an error it was raised from) is a failure to reach the server."""
-    import urllib.error
-
-    types = _connection_types()
-    for e in _chain(err):
-        if isinstance(e, urllib.error.HTTPError):  # an answer from the server, not a failure to reach it
-            continue
-        if isinstance(e, urllib.error.URLError) or (isinstance(e, types) and not _http_status(e)):
-            return True
-        if type(e).__name__ == "OfflineModeIsEnabled":
-            return True
-    return False
-
-
-def _http_status(err: BaseException) -> int | None:
-    response = getattr(err, "response", None)
-    return getattr(response, "status_code", None)
-
-
 def describe(err: BaseException, what: str) -> str:
-    """One sentence on why ``what`` (e.g. "model 'x' (org/repo@rev)") could not be had."""
-    names = {type(e).__name__ for e in _chain(err)}
+    """One sentence on why ``what`` (e.g. "model 'x' (org/repo@rev)") could not be had: the cause
+    (:func:`rollout_equality.acquire.network.cause`) in a download's words."""
+    found = network.cause(err)
     text = f"{type(err).__name__}: {err}".strip()
-    if "GatedRepoError" in names:
+    if found.answer == "gated":
         return (
             f"{what} is gated on the hub: accept its terms on its hub page and log in (`hf auth login` or "
             f"HF_TOKEN). ({text})"
         )
-    if "RepositoryNotFoundError" in names:
+    if found.answer == "no_repository":
         return f"{what}: the hub has no such repository (or it is private): check the id in config.yaml. ({text})"
-    if "RevisionNotFoundError" in names:
+    if found.answer == "no_revision":
         return f"{what}: the repository has no such revision: check the revision in config.yaml. ({text})"
-    if "EntryNotFoundError" in names or "RemoteEntryNotFoundError" in names:
+    if found.answer == "no_file":
         return f"{what}: a file is missing from the repository at that revision. ({text})"
-    if "IncompleteSnapshotError" in names and offline():
+    if found.incomplete and offline():
         return (
             f"{what}: the copy on disk is incomplete and HF_HUB_OFFLINE=1 forbids finishing it: run the "
             f"download again where the hub is reachable. ({text})"
         )
-    if connection_failure(err):
+    if found.network:
         if offline():
             return f"{what} is not on disk and HF_HUB_OFFLINE=1 forbids downloading it. ({text})"
-        if broken_transfer(err):
+        if found.connection == "broken":
             return (
                 f"{what}: the connection to the hub broke during the transfer: run the download again once the "
                 f"network is back; the files that arrived whole are kept, only the others are fetched. ({text})"
             )
         return f"the hub is unreachable, so {what} could not be downloaded. ({text})"
-    status = next((s for s in map(_http_status, _chain(err)) if s), None)
-    if status in (429, 503):
-        busy = "is rate-limiting this machine" if status == 429 else "is temporarily unavailable"
+    if found.status in (429, 503):
+        busy = "is rate-limiting this machine" if found.status == 429 else "is temporarily unavailable"
         return (
-            f"{what}: the hub {busy} (HTTP {status}) and still answered so after the client's retries: run the "
-            f"download again in a few minutes (logging in, `hf auth login` or HF_TOKEN, raises the rate limit). ({text})"
+            f"{what}: the hub {busy} (HTTP {found.status}) and still answered so after the client's retries: run "
+            f"the download again in a few minutes (logging in, `hf auth login` or HF_TOKEN, raises the rate limit). "
+            f"({text})"
         )
-    if status:
-        return f"{what}: the hub answered HTTP {status}. ({text})"
+    if found.status:
+        return f"{what}: the hub answered HTTP {found.status}. ({text})"
     return f"{what}: {text}"
-
-
-def broken_transfer(err: BaseException) -> bool:
-    """True when a connection that had been made broke off (the peer closed it mid-answer, a read error), rather
-    than one that could not be made at all (DNS, refused) or a server that did not answer in time."""
-    names = {type(e).__name__ for e in _chain(err)}
-    return bool(names & {"RemoteProtocolError", "ReadError", "ProtocolError", "IncompleteRead"}) and not (
-        names & {"ConnectError", "ConnectTimeout", "gaierror", "ConnectionRefusedError", "NewConnectionError"}
-    )
 
 
 # --- models ---------------------------------------------------------------------------------------
@@ -219,17 +158,18 @@ def loader_files(repo_files: Iterable[str]) -> list[str]:
     files = sorted(set(repo_files))
     top = [f for f in files if "/" not in f]
     weights: list[str] | None = None
-    for main, shard in WEIGHT_CHOICES:
-        if main in top:
-            weights = [main] + ([f for f in top if shard.fullmatch(f)] if shard else [])
+    for name, shard in WEIGHT_FILES:
+        if name in top:
+            weights = [name]
+        elif name + INDEX in top:
+            weights = [name + INDEX] + [f for f in top if shard.fullmatch(f)]
+        if weights:
             break
     if weights is None:
-        raise HubError(
-            f"the repository holds no PyTorch weights (model.safetensors or pytorch_model.bin); files: {files}"
-        )
+        raise HubError(f"the repository holds no PyTorch weights ({' or '.join(WEIGHT_NAMES)}); files: {files}")
     if "config.json" not in top:
         raise HubError(f"the repository holds no config.json at its top level; files: {files}")
-    index_names = {main for main, _ in WEIGHT_CHOICES}
+    index_names = {name + suffix for name in WEIGHT_NAMES for suffix in ("", INDEX)}
     metadata = [
         f
         for f in top
@@ -463,7 +403,7 @@ def snapshot(
     except HubError as err:
         raise HubError(f"{what}: {err}") from err.__cause__
     except Exception as err:  # the ways out (another machine, a local copy) help only when the hub cannot be reached
-        ways = ways_out if connection_failure(err) and not broken_transfer(err) else ""
+        ways = ways_out if network.cause(err).connection == "unreachable" else ""
         raise HubError(f"{describe(err, what)} {ways}".strip()) from err
     digests = {}
     for name in wanted:

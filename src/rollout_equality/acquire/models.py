@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,17 @@ class ModifiedFileError(RuntimeError):
 # timm loads (a model.safetensors added beside a recorded pytorch_model.bin is the one transformers takes), their
 # shard indexes, configuration, tokenizer and preprocessor files (hub.METADATA_SUFFIXES: .json, vocabularies,
 # SentencePiece models, ...). Such a file that was not prepared is refused.
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".onnx", ".h5", ".msgpack", ".gguf", ".npz")
+WEIGHT_SUFFIXES = (
+    *(Path(name).suffix for name in hub.WEIGHT_NAMES),
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".onnx",
+    ".h5",
+    ".msgpack",
+    ".gguf",
+    ".npz",
+)
 
 
 def loader_file(name: str) -> bool:
@@ -131,9 +142,6 @@ def verify_files(folder: Path, files: dict[str, dict[str, Any]], stamps: dict[st
     return hashed
 
 
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-
 def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Path, dict[str, Any]]:
     """A model shipped as a zip archive split over installed distributions, unpacked into ``out_dir``.
 
@@ -165,7 +173,7 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
         old = json.loads(record_path.read_text())
     except (OSError, ValueError):
         old = None
-    weights = next((out_dir / w for w in WEIGHT_FILES if (out_dir / w).is_file()), None)
+    weights = next((out_dir / w for w in hub.WEIGHT_NAMES if (out_dir / w).is_file()), None)
     same_request = old and old.get("root") == spec["root"] and old.get("parts") == list(spec["parts"])
     if (
         same_request
@@ -201,10 +209,10 @@ def unpack_dist_zip(name: str, spec: dict[str, Any], out_dir: Path) -> tuple[Pat
                 "and in order"
             ) from err
         unpacked = Path(tmp) / spec["root"].strip("/")
-        weights = next((unpacked / w for w in WEIGHT_FILES if (unpacked / w).is_file()), None)
+        weights = next((unpacked / w for w in hub.WEIGHT_NAMES if (unpacked / w).is_file()), None)
         if weights is None:
             raise ModelUnavailableError(
-                f"model {name!r}: {spec['root']!r} in the archive holds no {' or '.join(WEIGHT_FILES)}"
+                f"model {name!r}: {spec['root']!r} in the archive holds no {' or '.join(hub.WEIGHT_NAMES)}"
             )
         record = {
             "parts": list(spec["parts"]),
@@ -400,3 +408,41 @@ def located_path(info: dict[str, Any], manifest: str | os.PathLike) -> Path:
             f"({snakemake_command(str(manifest), '--forcerun', 'prepare_model')})"
         )
     return Path(recorded)
+
+
+def check_model(model_info: dict[str, Any], rerun: str) -> None:
+    """Check a prepared model's files against what :func:`prepare_model` recorded (each
+    file's size and modification time, and in full its SHA-256 when either changed): raises naming the first file
+    that is missing or differs, and ``rerun``, what to run again."""
+    what = f"model {model_info.get('name')!r}"
+    if "files" not in model_info:
+        raise ModifiedFileError(
+            f"{what}: its model.json records no files to check (it was prepared by an older version); {rerun}"
+        )
+    start = time.perf_counter()
+    hashed = verify_files(Path(model_info["path"]), model_info["files"], model_info.get("stamps", {}), what, rerun)
+    log.info(
+        "%s: %d files checked, %.1f MB hashed in %.2f s",
+        what,
+        len(model_info["files"]),
+        hashed / 1e6,
+        time.perf_counter() - start,
+    )
+
+
+def model_record(model_info: dict[str, Any]) -> dict[str, Any]:
+    """``model_info`` (a ``model.json``) as the records' provenance: what was measured (source, revision, distribution
+    and version, every file's size and SHA-256), not where it lay on disk nor when (``path`` and the files'
+    ``stamps`` are left out), so that the same model gives the same record bytes in any folder and environment."""
+    return {k: v for k, v in model_info.items() if k not in ("path", "stamps")}
+
+
+def read_model_info(path: str | os.PathLike) -> dict[str, Any]:
+    """The ``model.json`` written by :func:`prepare_model`, its ``path`` located
+    (:func:`located_path`: the recorded path is relative to the model.json's folder or to
+    an installed distribution)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: prepare the model first (rule prepare_model)")
+    info = json.loads(path.read_text())
+    return {**info, "path": str(located_path(info, path))}  # the files, wherever this run now is

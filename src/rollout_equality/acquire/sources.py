@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollout_equality.acquire import hub
+from rollout_equality.acquire import hub, network
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +108,11 @@ def network_sources(config: dict[str, Any], suites: list[str]) -> list[tuple[str
 
 
 def _hub_problem(err: BaseException, repo_id: str, revision: str, repo_type: str, check: Check) -> None:
-    """Fill ``check.problem`` / ``check.todo`` from an error of :func:`hub.list_files`."""
+    """Fill ``check.problem`` / ``check.todo`` from an error of :func:`hub.list_files`: its cause
+    (:func:`rollout_equality.acquire.network.cause`) in the preflight's words."""
     from rollout_equality.acquire.data import DataUnavailableError
 
-    names = {type(e).__name__ for e in hub._chain(err)}
+    found = network.cause(err)
     page = f"{HUB_URL}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
     if isinstance(err, DataUnavailableError):
         check.problem = str(err)
@@ -119,20 +120,20 @@ def _hub_problem(err: BaseException, repo_id: str, revision: str, repo_type: str
             "pin a commit whose files match (the repository's history: "
             f"{page}/commits/main), or change `data_files` to the files at the pinned commit"
         )
-    elif "GatedRepoError" in names:
+    elif found.answer == "gated":
         check.gated = "yes"
         check.problem = f"{repo_id} is gated and this machine may not read it"
         check.todo = f"accept its terms on {page} and log in (`hf auth login` or HF_TOKEN)"
-    elif "RevisionNotFoundError" in names:
+    elif found.answer == "no_revision":
         check.problem = f"{repo_id} has no revision {revision}"
         check.todo = f"pin a commit that exists (history: {page}/commits/main) in config.yaml"
-    elif "RepositoryNotFoundError" in names:
+    elif found.answer == "no_repository":
         check.problem = f"the hub has no repository {repo_id} (or it is private)"
         check.todo = "check the id in config.yaml; for a private repository, log in (`hf auth login` or HF_TOKEN)"
     elif isinstance(err, hub.HubError):  # loader_files: no PyTorch weights or no config.json
         check.problem = f"{repo_id}@{revision}: {err}"
         check.todo = "pin a commit that holds config.json and model.safetensors (or pytorch_model.bin)"
-    elif hub.connection_failure(err):
+    elif found.network:
         check.problem = f"the hub is unreachable ({type(err).__name__}: {err})"
         check.todo = "run this where the hub is reachable (a login node), or check HF_ENDPOINT and proxy settings"
     else:
@@ -140,9 +141,8 @@ def _hub_problem(err: BaseException, repo_id: str, revision: str, repo_type: str
         check.todo = "see the message; run the check again"
         main = _main_commit(repo_id, repo_type) if revision != "main" else None
         if main:  # the repository answers for main: it is the revision that fails (a mirror may not say 404)
-            status = next((s for s in map(hub._http_status, hub._chain(err)) if s), None)
             check.problem = (
-                f"{repo_id} does not resolve revision {revision} (the hub answered HTTP {status}), while its "
+                f"{repo_id} does not resolve revision {revision} (the hub answered HTTP {found.status}), while its "
                 f"main is at {main}"
             )
             check.todo = f"pin a commit that exists (history: {page}/commits/main) in config.yaml"
@@ -211,7 +211,7 @@ def check_openml(name: str, source: dict[str, Any], cache_dir: str | os.PathLike
         check.problem = f"OpenML {dataset_id}: {type(err).__name__}: {err}"
         check.todo = (
             "run this where openml.org is reachable (a login node)"
-            if hub.connection_failure(err)
+            if network.cause(err).network
             else "check the id in config.yaml (OpenML's page: https://www.openml.org/d/" + str(dataset_id) + ")"
         )
         return check
@@ -246,7 +246,7 @@ def check_sklearn(name: str, table: str, cache_dir: str | os.PathLike) -> Check:
         check.problem = f"{archive.url}: {type(err).__name__}: {err}"
         check.todo = (
             "run this where the archive's host is reachable (a login node)"
-            if hub.connection_failure(err)
+            if network.cause(err).network
             else "the archive moved: update scikit-learn, or use a `csv:` source with a local copy"
         )
     return check

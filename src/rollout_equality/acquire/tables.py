@@ -50,9 +50,9 @@ def _table_ways_out(name: str, cache_dir: str | os.PathLike) -> str:
 
 def _unavailable(name: str, what: str, err: Exception, cache_dir) -> TableUnavailableError:
     """An error that names the real cause; only a connection failure offers the ways out."""
-    from rollout_equality.acquire import hub
+    from rollout_equality.acquire.network import cause
 
-    if hub.connection_failure(err):
+    if cause(err).network:
         return TableUnavailableError(
             f"tabular data set {name!r}: {what} could not be fetched, the server is "
             f"unreachable ({type(err).__name__}: {err}). {_table_ways_out(name, cache_dir)}"

@@ -28,11 +28,22 @@ COLUMNS = ["n", "trials", "holds", "rate", "ci_low", "ci_high"]
 
 
 def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (scipy.stats.binomtest)."""
-    if trials <= 0:
-        raise ValueError(f"trials must be positive; got {trials}")
+    """Wilson score interval for a binomial proportion (scipy.stats.binomtest); (nan, nan) for no trials (there is
+    no proportion to bound)."""
+    if trials < 0:
+        raise ValueError(f"trials must be at least 0; got {trials}")
+    if trials == 0:
+        return float("nan"), float("nan")
     ci = binomtest(int(successes), int(trials)).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)
+
+
+def interval_row(successes: int, trials: int, count: str = "holds", share: str = "rate") -> dict[str, float]:
+    """The columns every table gives a proportion, in this order: ``count`` (the successes), ``share`` (successes /
+    trials) and its Wilson 95% interval ``ci_low``, ``ci_high``; the share and the interval are nan for no
+    trials."""
+    low, high = wilson_interval(successes, trials)
+    return {count: successes, share: successes / trials if trials else float("nan"), "ci_low": low, "ci_high": high}
 
 
 def random_stochastic(n: int, trial: int, seed: int) -> np.ndarray:
@@ -123,15 +134,15 @@ def random_baseline(
                 f"n = {n}: the characterisation and the direct computation disagree on {disagree} of "
                 f"{trials} trials (atol = {atol:g}); check condition.atol against float64 rounding"
             )
-        low, high = wilson_interval(holds, trials)
-        rows.append({"n": n, "trials": trials, "holds": holds, "rate": holds / trials, "ci_low": low, "ci_high": high})
+        row = {"n": n, "trials": trials, **interval_row(holds, trials)}
+        rows.append(row)
         log.info(
             "n=%d: %d/%d hold (%.2f%%, 95%% CI %.2f-%.2f%%)",
             n,
             holds,
             trials,
-            100 * holds / trials,
-            100 * low,
-            100 * high,
+            100 * row["rate"],
+            100 * row["ci_low"],
+            100 * row["ci_high"],
         )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -21,7 +21,7 @@ this characterisation (``holds``) next to an independent check that computes
 κ(B) from B's own entries (``holds_direct``). Both TV matrices come from one
 O(n³) sweep: B's rows are ½A's off the diagonal, so the sweep's sum over
 k ∉ {i, j} serves both, and B's two diagonal terms of each pair are read from B
-(:func:`rollout_equality.condition.kernels._tv_half`); validation, the sweep and every
+(:func:`rollout_equality.condition.kernels.sweep._tv_half`); validation, the sweep and every
 reduction of a whole batch run in one compiled call
 (:func:`rollout_equality.condition.kernels.analyse_batch`).
 
@@ -92,22 +92,19 @@ class Engine:
     sweep's arithmetic. False: every pair's TV from the float64 sweep, the reference."""
 
     screen_min_n: int = 64
-    """Smaller matrices go straight to the float64 sweep: on one thread, batches of 12 Dirichlet matrices, the
-    screened test took 0.7-0.9× the float64 one's speed at n = 8-48, 1.0× at 64, 1.2× at 96 (it pays its extra
-    O(n²) passes and the float32 copy before the sweep's O(n³) saving shows)."""
+    """Smaller matrices go straight to the float64 sweep: the screen pays its extra O(n²) passes and the float32
+    copy before the sweep's O(n³) saving shows (CHANGELOG, 2026-12-06, has the measurement that set 64)."""
 
     screen_max_work: float = 0.25
     """When a matrix's float64 re-check covers more than this fraction of its pairs (a band full of near-ties:
     nearly uniform matrices), the remaining matrices of the batch take the float64 sweep alone, without the
-    float32 pass (its cost is then wasted). Measured on one thread at n = 257 (peaked softmax matrices, whose TVs
-    crowd near 1): re-checking 12-30 % of the pairs made the screened test 0.85-1.1× as fast as the float64 one;
-    at 85-99 % it took 2× as long. The offline suite's matrices (trained MiniLM, the untrained controls, their
-    rollouts) re-check one or two tiles, 0.05-0.07 % (benchmarks/screen_band.py)."""
+    float32 pass (its cost is then wasted). How much the offline suite's matrices re-check:
+    benchmarks/screen_band.py (CHANGELOG, 2026-12-06, has the measurement that set 0.25)."""
 
     serial: bool = False
     """Run on the calling thread alone (the kernels compiled without ``parallel=True``: the same results bit for
     bit). For a caller that already spreads its work over threads, one task per thread (e.g. the two token sets
-    of each input of a batch, :func:`rollout_equality.condition.records.analyse_inputs`), so that no second thread pool
+    of each input of a batch, :func:`rollout_equality.condition.analysis.analyse`), so that no second thread pool
     competes for the cores. False: each matrix's work is spread over numba's threads."""
 
     def __post_init__(self) -> None:

@@ -4,10 +4,10 @@ One Parquet file per (model, dataset) with one row per (input, layer, token set)
 and a companion rollout file (the workflow names it ``*.rollout.parquet``) with one row per
 (input, token set, depth) (:data:`ROLLOUT_SCHEMA`); beside them the heads file (``*.heads.parquet``,
 :data:`HEAD_SCHEMA`: per head and per fusion other than mean) and its rollout companion
-(``*.heads.rollout.parquet``, :data:`FUSION_ROLLOUT_SCHEMA`), written by :mod:`rollout_equality.condition.heads` and without
-rows where the config's ``analysis`` asks for neither. Every column's meaning is in :data:`COLUMNS`
-(docs/outputs.md is generated from the schemas and it).
-Tables and figures read only these files.
+(``*.heads.rollout.parquet``, :data:`FUSION_ROLLOUT_SCHEMA`), without rows where the config's ``analysis`` asks for
+neither. :func:`rollout_equality.condition.analysis.analyse` gives every file's rows. Every column's meaning is in
+:data:`COLUMNS` (docs/outputs.md is generated from the schemas and it). Tables and figures read only these files,
+and the heatmap figure the attention dump (:func:`write_dump`).
 
 File metadata (key ``rollout_equality``) holds the run's provenance as JSON, the same fields for every records file
 (:func:`rollout_equality.measure.measure_and_write` writes them all): ``model`` (what was measured: its source,
@@ -19,28 +19,17 @@ revision, distribution and version, every file's SHA-256; no path), ``dataset`` 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rollout_equality.condition.dobrushin import (
-    DEFAULT_ATOL,
-    DEFAULT_ENGINE,
-    DEFAULT_ROW_SUM_ATOL,
-    Engine,
-    _rollout_kappa,
-    equality_condition,
-    restrict,
-)
 from rollout_equality.config.schema import choices
-from rollout_equality.runtime.files import write_parquet
+from rollout_equality.runtime.files import atomic_path, write_parquet
 
 TOKEN_SETS = choices("$defs", "token_set")
 """The token sets every input and layer is recorded on, in row order (the schema's)."""
@@ -93,9 +82,10 @@ HEAD_SCHEMA = pa.schema(
         *[f for f in LAYER_SCHEMA if f.name not in ("model", "seed", "dataset", "input_id", "layer", "n_layers")],
     ]
 )
-"""The heads file (:mod:`rollout_equality.condition.heads`): the layer records' columns for one head's or one fused matrix,
-one row per (input, layer, head, token set) with ``head`` set and ``fusion`` null, and one per (input, layer,
-fusion, token set) for each fusion other than mean with ``fusion`` set and ``head`` null."""
+"""The heads file: the layer records' columns for one head's or one fused matrix
+(:mod:`rollout_equality.condition.heads`), one row per (input, layer, head, token set) with ``head`` set and
+``fusion`` null, and one per (input, layer, fusion, token set) for each fusion other than mean with ``fusion`` set
+and ``head`` null."""
 
 FUSION_ROLLOUT_SCHEMA = pa.schema(
     [
@@ -149,138 +139,6 @@ SCHEMAS = {
 """Every records file's schema, by the name docs/outputs.md gives the file."""
 
 
-def _checked(layers: np.ndarray, special: np.ndarray, model: str, input_id: str) -> tuple[np.ndarray, np.ndarray]:
-    layers = np.asarray(layers, dtype=np.float64)
-    special = np.asarray(special, dtype=bool)
-    if layers.ndim != 3 or layers.shape[1] != layers.shape[2]:
-        raise ValueError(f"{model}/{input_id}: attention must have shape (layers, n, n); got {layers.shape}")
-    if special.shape != (layers.shape[1],):
-        raise ValueError(
-            f"{model}/{input_id}: special-token mask has shape {special.shape}, attention has n = {layers.shape[1]}"
-        )
-    if special.all():
-        raise ValueError(f"{model}/{input_id}: every token is special; there is no content token to analyse")
-    return layers, special
-
-
-def _token_set(
-    layers: np.ndarray, special: np.ndarray, token_set: str, atol: float, row_sum_atol: float, engine: Engine
-):
-    """(condition fields by layer, κ of the rollout by depth, n) of one token set of one input."""
-    A = restrict(layers, ~special, row_sum_atol, engine) if token_set == "content" else layers
-    res = equality_condition(A, atol=atol, row_sum_atol=row_sum_atol, engine=engine).as_dict()
-    # A was validated by the condition test just now (rollout_kappa would check it again: ~1 ms); the
-    # products' bounds reuse the layers' κ(A) and κ(½(I+A)) computed above (rollout() recomputes them)
-    return res, _rollout_kappa(A, row_sum_atol, engine), A.shape[-1]
-
-
-def analyse_inputs(
-    batch: Sequence[tuple[np.ndarray, np.ndarray]],
-    input_ids: Sequence[str],
-    *,
-    model: str,
-    dataset: str,
-    seed: int | None = None,
-    atol: float = DEFAULT_ATOL,
-    row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
-    pool: Executor | None = None,
-    engine: Engine = DEFAULT_ENGINE,
-) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
-    """Condition and rollout records of each input of a batch: (layer rows, rollout rows) per input.
-
-    batch: (layers, special) per input, as :func:`analyse_input` takes them. seed: the records' ``seed``
-    (a trained FT-Transformer's; None: null).
-    engine: how the analysis computes (:class:`rollout_equality.condition.dobrushin.Engine`; the records are the same with
-    every engine). pool: where the work runs. None: here, with ``engine`` as given (by default each matrix's work
-    spread over numba's threads). An executor: one task per (input, token set), each on its worker's thread
-    alone (``engine`` made serial); on a few cores this keeps them busier than
-    a thread pool per matrix (1.2-1.3x for a DINOv2-S input on 2 cores). Rollout products run on
-    torch: give torch one thread while the pool works
-    (:func:`rollout_equality.measure.measure_inputs` does). The records are the same either way.
-    """
-    if len(batch) != len(input_ids):
-        raise ValueError(f"{len(input_ids)} ids for {len(batch)} inputs")
-    checked = [_checked(layers, special, model, i) for (layers, special), i in zip(batch, input_ids)]
-    if pool is not None:
-        engine = dataclasses.replace(engine, serial=True)
-    tasks = [(layers, special, ts, atol, row_sum_atol, engine) for layers, special in checked for ts in TOKEN_SETS]
-    if pool is None:
-        done = [_token_set(*task) for task in tasks]
-    else:
-        futures = [pool.submit(_token_set, *task) for task in tasks]
-        done = [f.result() for f in futures]
-    out = []
-    for k, ((layers, _), input_id) in enumerate(zip(checked, input_ids)):
-        n_layers = layers.shape[0]
-        layer_rows, rollout_rows = [], []
-        for t, token_set in enumerate(TOKEN_SETS):
-            res, kappa_rollout, n = done[k * len(TOKEN_SETS) + t]
-            for layer in range(n_layers):
-                row = {
-                    "model": model,
-                    "seed": seed,
-                    "dataset": dataset,
-                    "input_id": input_id,
-                    "layer": layer,
-                    "n_layers": n_layers,
-                    "token_set": token_set,
-                    "n_tokens": n,
-                }
-                row.update({key: v[layer].item() for key, v in res.items() if key != "n"})
-                layer_rows.append(row)
-            identity = {"model": model, "seed": seed, "dataset": dataset, "input_id": input_id}
-            rollout_rows += depth_rows({**identity, "token_set": token_set, "n_tokens": n}, res, kappa_rollout)
-        out.append((layer_rows, rollout_rows))
-    return out
-
-
-def depth_rows(fields: dict[str, Any], res: dict[str, np.ndarray], kappa_rollout: np.ndarray) -> list[dict[str, Any]]:
-    """One rollout row per depth of one input and token set: ``fields`` (who and what was analysed) with the depth,
-    the number of layers, κ of the rollout (``kappa_rollout``, by depth) and the products of κ(½(I + A)) and of the
-    bound over the layers up to that depth (``res``: the condition's fields by layer)."""
-    product_kappa_half, product_bound = np.cumprod(res["kappa_half"]), np.cumprod(res["bound"])
-    n_layers = len(product_bound)
-    return [
-        {
-            **fields,
-            "depth": depth,
-            "n_layers": n_layers,
-            "kappa_rollout": float(kappa_rollout[depth]),
-            "product_kappa_half": float(product_kappa_half[depth]),
-            "product_bound": float(product_bound[depth]),
-        }
-        for depth in range(n_layers)
-    ]
-
-
-def analyse_input(
-    layers: np.ndarray,
-    special: np.ndarray,
-    *,
-    model: str,
-    dataset: str,
-    input_id: str,
-    atol: float = DEFAULT_ATOL,
-    row_sum_atol: float = DEFAULT_ROW_SUM_ATOL,
-    pool: Executor | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Condition and rollout records of one input.
-
-    layers: (L, n, n) head-averaged attention of this input's own tokens (no padding).
-    special: bool (n,), True for special tokens (CLS, registers, separators, ...).
-    Returns (layer rows, rollout rows) for both token sets. ``pool``: see :func:`analyse_inputs`.
-    """
-    return analyse_inputs(
-        [(layers, special)],
-        [input_id],
-        model=model,
-        dataset=dataset,
-        atol=atol,
-        row_sum_atol=row_sum_atol,
-        pool=pool,
-    )[0]
-
-
 def _write(rows: Iterable[dict], schema: pa.Schema, path: Path, metadata: dict) -> None:
     write_parquet(pa.Table.from_pylist(list(rows), schema=schema), path, metadata)
 
@@ -302,6 +160,13 @@ def write_records(
     _write(layer_rows, LAYER_SCHEMA, Path(path), metadata)
 
 
+def write_head_records(path, rollout_path, head_rows: list[dict], rollout_rows: list[dict], metadata: dict) -> None:
+    """Write the heads file to ``path`` and its fused rollout companion to ``rollout_path``, each atomically (the
+    rollout first). With the feature off both hold no row (the schema alone), so that a rule's outputs exist."""
+    _write(rollout_rows, FUSION_ROLLOUT_SCHEMA, Path(rollout_path), metadata)
+    _write(head_rows, HEAD_SCHEMA, Path(path), metadata)
+
+
 def read_records(path: str | os.PathLike):
     """Read a records file (layer or rollout records) as a DataFrame."""
     path = Path(path)
@@ -310,10 +175,50 @@ def read_records(path: str | os.PathLike):
     return pq.read_table(path).to_pandas()
 
 
+def seeded(frame):
+    """Which rows of ``frame`` (records, or a table of rates with the records' ``seed`` column) are a trained
+    FT-Transformer's: the runs with a training seed, the one way they are told apart (their model name,
+    ``ftt_seed<N>``, is a label)."""
+    return frame["seed"].notna()
+
+
 def run_seeds(records):
-    """(model, dataset, seed) of every seeded run (FT-Transformer) in a frame of records (layer or rollout)."""
-    runs = records.loc[records["seed"].notna(), ["model", "dataset", "seed"]].drop_duplicates()
+    """(model, dataset, seed) of every seeded run (FT-Transformer, :func:`seeded`) in a frame of records (layer or
+    rollout)."""
+    runs = records.loc[seeded(records), ["model", "dataset", "seed"]].drop_duplicates()
     return runs.astype({"seed": int}).reset_index(drop=True)
+
+
+class Dump(NamedTuple):
+    """An attention dump (:func:`write_dump`, :func:`read_dump`)."""
+
+    model: str
+    dataset: str
+    inputs: dict[str, tuple[np.ndarray, np.ndarray]]
+    """Input id → (head-averaged attention (L, n, n) float32, special-token mask (n,) bool), in the order written
+    (:func:`read_dump`: by id)."""
+
+
+def write_dump(path: str | os.PathLike, dump: Dump) -> None:
+    """Write the attention dump of a few inputs to ``path`` (``.npz``, atomically), self-describing: arrays ``model``
+    and ``dataset``, and per input ``<id>/attention`` and ``<id>/special``. The heatmap figure reads it
+    (:func:`read_dump`); this module owns the format."""
+    arrays = {}
+    for input_id, (attention, special) in dump.inputs.items():
+        arrays[f"{input_id}/attention"] = np.asarray(attention, dtype=np.float32)
+        arrays[f"{input_id}/special"] = np.asarray(special, dtype=bool)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, model=np.array(dump.model), dataset=np.array(dump.dataset), **arrays)
+
+
+def read_dump(path: str | os.PathLike) -> Dump:
+    """The attention dump written by :func:`write_dump`, its inputs in the order of their ids (none: a run that
+    dumped no input)."""
+    with np.load(path) as npz:
+        ids = sorted({k.rsplit("/", 1)[0] for k in npz.files if k.endswith("/attention")})
+        inputs = {i: (npz[f"{i}/attention"], npz[f"{i}/special"]) for i in ids}
+        return Dump(str(npz["model"]), str(npz["dataset"]), inputs)
 
 
 def read_metadata(path: str | os.PathLike) -> dict:

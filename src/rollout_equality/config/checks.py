@@ -72,7 +72,7 @@ def check_references(config: dict[str, Any]) -> None:
 
 
 ANALYSIS_KEYS = ("per_head", "fusions")
-"""The settings of the per-head and fused analysis (config ``analysis``; :class:`rollout_equality.condition.heads.HeadSettings`)."""
+"""The settings of the per-head and fused analysis (config ``analysis``; :class:`rollout_equality.config.settings.HeadSettings`)."""
 
 
 def _analysis(config: dict[str, Any], suite: str, entry: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -167,6 +167,17 @@ def run_analysis(config: dict[str, Any], model: str, dataset: str | None = None)
         return _analysis(config, suite="")
     (per_head, fusions), *_ = settings
     return {"per_head": per_head, "fusions": list(fusions)}
+
+
+def experiment_analysis(config: dict[str, Any], model: str, dataset: str) -> dict[str, Any]:
+    """``{per_head, fusions}`` of the experiment ``model`` on ``dataset``: the supervision study's own for its models
+    (:mod:`rollout_equality.config.supervision`), else as the suites resolve it (:func:`run_analysis`). What rule
+    measure and the command line measure."""
+    from rollout_equality.config.supervision import study_models
+
+    if model in study_models(config):
+        return dict(config["supervision"]["analysis"])
+    return run_analysis(config, model, dataset)
 
 
 def suite_analyses(config: dict[str, Any], suite: str) -> bool:

@@ -1,5 +1,8 @@
 """Sections of config.yaml that compute steps take whole, as typed records.
 
+``condition``, ``extraction`` and ``baseline`` are :class:`Condition`, :class:`Extraction` and :class:`Baseline`;
+``analysis``, as one run resolves it, is :class:`HeadSettings` (with :data:`FUSIONS`, the head fusions).
+
 A rule passes the validated section (``params: extraction=config["extraction"]``), its script builds the record
 with :func:`from_section`, and the library reads its fields: no script re-lists a section's keys, and the library
 holds no default of its own for them (the schema states each default once; Snakemake's ``validate`` and
@@ -12,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
+
+from rollout_equality.config.schema import choices
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,3 +74,57 @@ def from_section(cls: type[S], values: Mapping[str, Any]) -> S:
     if cls is Baseline:
         kwargs["ns"] = tuple(kwargs["ns"])
     return cls(**kwargs)
+
+
+FUSIONS = choices("$defs", "fusions", "items")
+"""The head fusions, in table order (the schema's); ``mean`` is the paper's (the head-averaged records)."""
+
+PAPER_FUSION = "mean"
+"""The fusion of the paper: the heads' average, whose records are the layer and rollout records."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadSettings:
+    """``analysis:`` as one run resolves it (:func:`rollout_equality.config.checks.run_analysis`): what is measured
+    beyond the head-averaged records. Where a list of fusions is checked (config.yaml's through the schema, a command
+    line's ``--fusions`` and the library's calls through this record)."""
+
+    per_head: bool = False
+    """Records of every head's own attention."""
+
+    fusions: tuple[str, ...] = (PAPER_FUSION,)
+    """The fusions measured; ``mean`` (the head-averaged records) always, the others in the heads file."""
+
+    def __post_init__(self) -> None:
+        fusions = tuple(self.fusions)
+        problems = [f"{f!r} is not one of {', '.join(FUSIONS)}" for f in fusions if f not in FUSIONS]
+        if len(set(fusions)) != len(fusions):
+            problems.append("a name is given twice (non-unique)")
+        if PAPER_FUSION not in fusions:
+            problems.append(f"{PAPER_FUSION} is missing")
+        if problems:
+            raise ValueError(
+                f"give distinct fusions among {', '.join(FUSIONS)}, {PAPER_FUSION} among them (the head-averaged "
+                f"records, always measured); got {list(fusions)}: {'; '.join(problems)}"
+            )
+        object.__setattr__(self, "fusions", fusions)
+
+    @property
+    def extra_fusions(self) -> tuple[str, ...]:
+        """The fusions other than ``mean``, in :data:`FUSIONS` order: those the heads file holds."""
+        return tuple(f for f in FUSIONS if f in self.fusions and f != PAPER_FUSION)
+
+    @property
+    def on(self) -> bool:
+        """Whether anything beyond the head-averaged records is measured (then the extractor keeps every head)."""
+        return self.per_head or bool(self.extra_fusions)
+
+    @classmethod
+    def from_config(cls, values: Mapping[str, Any] | None) -> "HeadSettings":
+        """From a resolved ``{per_head, fusions}`` (:func:`rollout_equality.config.checks.run_analysis`)."""
+        values = values or {}
+        return cls(per_head=bool(values.get("per_head", False)), fusions=tuple(values.get("fusions", [PAPER_FUSION])))
+
+
+OFF = HeadSettings()
+"""The head-averaged records alone."""

@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from rollout_equality.condition.baseline import wilson_interval
+from rollout_equality.condition.baseline import interval_row
+from rollout_equality.condition.records import seeded
 from rollout_equality.config.checks import FTT_PREFIX, baseline_claim
 
 COLUMNS = ["claim", "subject", "paper", "ours", "status", "note"]
@@ -66,18 +67,31 @@ def paper_range(claim: Mapping[str, Any]) -> str:
     return f"{low:.0%}–{high:.0%}" if high - low > 0.03 else f"{(low + high) / 2:.0%}"
 
 
+def placement(low: float, high: float, ci_low: float, ci_high: float) -> str:
+    """Where the interval [ci_low, ci_high] lies against the claimed range [low, high]: ``above`` or ``below`` it
+    (it misses the range), ``within`` it or ``overlaps`` it (it meets the range), ``unknown`` for an interval that
+    is not a number. The one judgement of an interval against a range: the claims' status and side, the depth
+    figure and the generated documents read it."""
+    if ci_low > high:
+        return "above"
+    if ci_high < low:
+        return "below"
+    if low <= ci_low and ci_high <= high:
+        return "within"
+    if ci_high >= low and ci_low <= high:
+        return "overlaps"
+    return "unknown"
+
+
 def _status(low: float, high: float, ci_low: float, ci_high: float) -> str:
-    return "reproduced" if ci_high >= low and ci_low <= high else "not reproduced"
+    return "reproduced" if placement(low, high, ci_low, ci_high) in ("within", "overlaps") else "not reproduced"
 
 
 def side(low: float, high: float, ci_low: float, ci_high: float) -> str:
     """Where the interval [ci_low, ci_high] lies against the claimed range [low, high] when it misses it:
-    ``above the range`` or ``below the range``; ``""`` when it meets it."""
-    if ci_low > high:
-        return "above the range"
-    if ci_high < low:
-        return "below the range"
-    return ""
+    ``above the range`` or ``below the range``; ``""`` when it meets it (:func:`placement`)."""
+    where = placement(low, high, ci_low, ci_high)
+    return f"{where} the range" if where in ("above", "below") else ""
 
 
 def _beside(ours: str, where: str) -> str:
@@ -135,14 +149,15 @@ def _pooled_ftt_row(claim, subject: str, sel: pd.DataFrame) -> dict:
     """One row for the FT-Transformer runs of a table: every seed's input-layer pairs pooled (Wilson
     interval), the per-seed rates' range in the note."""
     low, high = claim["range"]
-    k, n = int(sel["holds"].sum()), int(sel["pairs"].sum())
-    ci_low, ci_high = wilson_interval(k, n)
+    n = int(sel["pairs"].sum())
+    pooled = interval_row(int(sel["holds"].sum()), n)
+    ci_low, ci_high = pooled["ci_low"], pooled["ci_high"]
     seeds = sel.sort_values("seed")
     spread = ", ".join(f"seed{s}: {r:.1%}" for s, r in zip(seeds["seed"], seeds["rate"]))
     return _row(
         claim,
         f"{subject} on {sel['dataset'].iloc[0]} ({len(sel)} seed{'' if len(sel) == 1 else 's'} pooled)",
-        _beside(_interval(k / n, ci_low, ci_high), side(low, high, ci_low, ci_high)),
+        _beside(_interval(pooled["rate"], ci_low, ci_high), side(low, high, ci_low, ci_high)),
         _status(low, high, ci_low, ci_high),
         f"seeds {seeds['rate'].min():.1%}–{seeds['rate'].max():.1%} ({spread}); {n} input-layer pairs",
     )
@@ -169,9 +184,7 @@ def _rate_rows(claim, subject: str, rates: pd.DataFrame, label: str | None) -> l
     token_set = claim["token_set"]
     if subject.startswith(FTT_PREFIX):
         sel = rates[
-            (rates["dataset"] == subject.removeprefix(FTT_PREFIX))
-            & rates["seed"].notna()
-            & (rates["token_set"] == token_set)
+            (rates["dataset"] == subject.removeprefix(FTT_PREFIX)) & seeded(rates) & (rates["token_set"] == token_set)
         ]
         return [_pooled_ftt_row(claim, subject, sel)] if len(sel) else []
     rows = []

@@ -322,6 +322,8 @@ def rollout_figure(rollout: pd.DataFrame, groups) -> plt.Figure:
     of κ(rollout) and of Π κ(½(I + A_l)) divided by the product bound Π ½(1 + κ(A_l)), against
     normalised depth, on one shared axis (1 = the bound is attained). Each group of :func:`run_groups` starts a new
     row of panels under its heading."""
+    from rollout_equality.reporting.stats import normalised_depth
+
     data = rollout[rollout["token_set"] == "all"]
     cols = min(max(len(runs) for _, runs in groups), 4)
     heights = [(len(runs) + cols - 1) // cols for _, runs in groups]
@@ -338,7 +340,7 @@ def rollout_figure(rollout: pd.DataFrame, groups) -> plt.Figure:
                 rollout=g["kappa_rollout"] / g["product_bound"], half=g["product_kappa_half"] / g["product_bound"]
             )
             med = ratio.groupby("depth")[["rollout", "half"]].median()
-            x = med.index / max(int(g["n_layers"].iloc[0]) - 1, 1)
+            x = normalised_depth(med.index, int(g["n_layers"].iloc[0]))
             ax.axhline(1, color="0.4", ls="--", lw=0.8)
             ax.plot(x, med["half"], ":", color="C3", lw=1.3, label="Π κ(½(I+A_l)) / bound")
             ax.plot(x, med["rollout"], "-", color="C0", lw=1.4, label="κ(rollout) / bound")
@@ -426,7 +428,7 @@ def write_suite_figures(
     heatmap figure has a panel for each of the first ``heatmaps`` dumps that hold attention (the suite's experiments
     marked ``heatmap: true`` come first in ``dump_paths``).
     """
-    from rollout_equality.condition.records import read_records
+    from rollout_equality.condition.records import read_dump, read_records
     from rollout_equality.reporting.stats import depth_rates, model_rates
 
     paths = {name: [Path(out[f"{name}_pdf"]), Path(out[f"{name}_png"])] for name in SUITE_FIGURES}
@@ -442,22 +444,21 @@ def write_suite_figures(
     heatmap = paths["heatmap"]
     panels = []
     for dump_path in dump_paths:
-        with np.load(dump_path) as npz:
-            ids = sorted({k.rsplit("/", 1)[0] for k in npz.files if k.endswith("/attention")})
-            if not ids:
-                continue
-            attention, special = npz[f"{ids[0]}/attention"], npz[f"{ids[0]}/special"]
-            model, dataset = str(npz["model"]), str(npz["dataset"])
+        dump = read_dump(dump_path)
+        if not dump.inputs:
+            continue
+        input_id, (attention, special) = next(iter(dump.inputs.items()))
+        model, dataset = dump.model, dump.dataset
         layer = attention.shape[0] - 1
         row = records[
             (records["model"] == model)
             & (records["dataset"] == dataset)
-            & (records["input_id"] == ids[0])
+            & (records["input_id"] == input_id)
             & (records["layer"] == layer)
             & (records["token_set"] == "all")
         ].iloc[0]
         title = (
-            f"{model} on {dataset}, input {ids[0]}\n"
+            f"{model} on {dataset}, input {input_id}\n"
             f"last layer (all tokens): condition {'holds' if row['holds'] else 'fails'}"
         )
         panels.append((attention, special, layer, title))

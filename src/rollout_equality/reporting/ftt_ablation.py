@@ -58,7 +58,7 @@ def ablation_tables(
     record_paths: list[str | os.PathLike], metrics_paths: list[str | os.PathLike], settings: dict[str, dict]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary, layers) of the ablation runs; ``settings`` maps each ablation table name to its resolved entry."""
-    from rollout_equality.condition.baseline import wilson_interval
+    from rollout_equality.condition.baseline import interval_row
     from rollout_equality.condition.records import read_records, run_seeds
 
     records = pd.concat([read_records(p) for p in record_paths], ignore_index=True)
@@ -67,9 +67,10 @@ def ablation_tables(
         raise ValueError(f"records of tables {unknown} are not settings of the ablation ({sorted(settings)})")
     scores = pd.DataFrame([json.loads(Path(p).read_text()) for p in metrics_paths])
     per_run = _run_rates(records).merge(run_seeds(records), on=["model", "dataset"], how="left")
-    per_run["rate"] = per_run["holds"] / per_run["pairs"]
-    ci = [wilson_interval(int(k), int(n)) for k, n in zip(per_run["holds"], per_run["pairs"])]
-    per_run["ci_low"], per_run["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
+    intervals = pd.DataFrame(
+        [interval_row(int(k), int(n)) for k, n in zip(per_run["holds"], per_run["pairs"])], index=per_run.index
+    )
+    per_run[["rate", "ci_low", "ci_high"]] = intervals[["rate", "ci_low", "ci_high"]]
 
     names = {t: e["ablation"]["setting"] for t, e in settings.items()}
     order = list(settings)
@@ -92,14 +93,13 @@ def ablation_tables(
         for token_set in ("content", "all"):
             for what, layer in (("", -1), ("first_", 0)):
                 r = runs[(runs["token_set"] == token_set) & (runs["layer"] == layer)]
-                k, n = int(r["holds"].sum()), int(r["pairs"].sum())
-                low, high = wilson_interval(k, n) if n else (float("nan"), float("nan"))
+                pooled = interval_row(int(r["holds"].sum()), int(r["pairs"].sum()))
                 prefix = f"{what}{token_set}"
-                row[f"{prefix}_rate"] = k / n if n else float("nan")
+                row[f"{prefix}_rate"] = pooled["rate"]
                 if not what:
-                    row[f"{prefix}_ci_low"], row[f"{prefix}_ci_high"] = low, high
-                row[f"{prefix}_seed_min"] = float(r["rate"].min()) if n else float("nan")
-                row[f"{prefix}_seed_max"] = float(r["rate"].max()) if n else float("nan")
+                    row[f"{prefix}_ci_low"], row[f"{prefix}_ci_high"] = pooled["ci_low"], pooled["ci_high"]
+                row[f"{prefix}_seed_min"] = float(r["rate"].min()) if len(r) else float("nan")
+                row[f"{prefix}_seed_max"] = float(r["rate"].max()) if len(r) else float("nan")
         rows.append(row)
     summary = pd.DataFrame(rows)
     layers = per_run[per_run["layer"] >= 0].assign(setting=lambda d: d["dataset"].map(names))

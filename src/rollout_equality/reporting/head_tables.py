@@ -21,18 +21,13 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from rollout_equality.condition.baseline import wilson_interval
-from rollout_equality.condition.heads import FUSIONS, PAPER_FUSION
+from rollout_equality.condition.baseline import interval_row
 from rollout_equality.config.paths import HEAD_TABLE_NAMES, HEAD_TABLES
+from rollout_equality.config.settings import FUSIONS, PAPER_FUSION
 from rollout_equality.reporting.writers import write_csv, write_html
 from rollout_equality.runtime.files import require_paths
 
 RUN = ["model", "dataset", "token_set"]
-
-
-def _rate(k: int, n: int) -> dict:
-    low, high = wilson_interval(k, n)
-    return {"holds": k, "rate": k / n, "ci_low": low, "ci_high": high}
 
 
 def head_rates(heads: pd.DataFrame) -> pd.DataFrame:
@@ -47,7 +42,7 @@ def head_rates(heads: pd.DataFrame) -> pd.DataFrame:
                 "n_layers": int(g["n_layers"].iloc[0]),
                 "n_heads": int(g["n_heads"].iloc[0]),
                 "triples": len(g),
-                **_rate(int(g["holds"].sum()), len(g)),
+                **interval_row(int(g["holds"].sum()), len(g)),
             }
         )
     columns = [*RUN, "n_layers", "n_heads", "triples", "holds", "rate", "ci_low", "ci_high"]
@@ -123,7 +118,7 @@ def fusion_rates(
             {
                 **dict(zip([*RUN, "fusion"], key)),
                 "pairs": len(g),
-                **_rate(int(g["holds"].sum()), len(g)),
+                **interval_row(int(g["holds"].sum()), len(g)),
                 "kappa_rollout": float(np.median(chain["kappa_rollout"])),
                 "product_bound": float(np.median(chain["product_bound"])),
             }

@@ -6,25 +6,28 @@ Pure functions of a records table (:mod:`rollout_equality.condition.records`); t
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from rollout_equality.condition.baseline import wilson_interval
+from rollout_equality.condition.baseline import interval_row
+
+
+def normalised_depth(layer, n_layers):
+    """Layer ``layer`` (from 0) of a model of ``n_layers`` layers as a depth in [0, 1]: layer / (L − 1), 0 for a
+    model of one layer. Scalars and arrays (numpy, pandas) alike; the tables and figures that place a layer by
+    depth read it from here."""
+    return layer / np.maximum(n_layers - 1, 1)
 
 
 def _wilson_rows(groups, keys: list[str]) -> list[dict]:
     rows = []
     for key, g in groups:
-        k, n = int(g["holds"].sum()), len(g)
-        low, high = wilson_interval(k, n)
         rows.append(
             {
                 **dict(zip(keys, key)),
                 "inputs": int(g["input_id"].nunique()),
-                "pairs": n,
-                "holds": k,
-                "rate": k / n,
-                "ci_low": low,
-                "ci_high": high,
+                "pairs": len(g),
+                **interval_row(int(g["holds"].sum()), len(g)),
                 "agreement": float((g["holds"] == g["holds_direct"]).mean()),
             }
         )
@@ -64,7 +67,9 @@ def depth_rates(records: pd.DataFrame) -> pd.DataFrame:
     keys = ["model", "dataset", "token_set", "layer"]
     df = pd.DataFrame(_wilson_rows(records.groupby(keys, sort=True), keys))
     n_layers = records.groupby(["model", "dataset"])["n_layers"].first()
-    df["depth"] = [layer / max(n_layers[(m, d)] - 1, 1) for m, d, layer in zip(df["model"], df["dataset"], df["layer"])]
+    df["depth"] = [
+        normalised_depth(layer, n_layers[(m, d)]) for m, d, layer in zip(df["model"], df["dataset"], df["layer"])
+    ]
     return df
 
 
@@ -86,17 +91,12 @@ def special_token_shares(records: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (model, dataset), g in both.groupby(["model", "dataset"], sort=True):
         g = g[~g["holds_all"].astype(bool)]
-        k, n = int(g["holds"].sum()), len(g)
-        low, high = wilson_interval(k, n) if n else (float("nan"), float("nan"))
         rows.append(
             {
                 "model": model,
                 "dataset": dataset,
-                "failing_all": n,
-                "content_holds": k,
-                "share": k / n if n else float("nan"),
-                "ci_low": low,
-                "ci_high": high,
+                "failing_all": len(g),
+                **interval_row(int(g["holds"].sum()), len(g), count="content_holds", share="share"),
             }
         )
     return pd.DataFrame(rows, columns=SPECIAL_TOKEN_COLUMNS)

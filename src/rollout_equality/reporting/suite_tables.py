@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from rollout_equality.condition.baseline import COLUMNS as BASELINE_COLUMNS
+from rollout_equality.condition.records import seeded
 from rollout_equality.config.paths import SUITE_TABLES
 from rollout_equality.reporting.stats import (
     depth_profile,
@@ -102,7 +103,7 @@ def ftt_scores(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
 
 def ftt_table(scores: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
     """FT-Transformer per table and seed: test score, published value, condition rate on content / all tokens."""
-    r = rates[rates["seed"].notna()].astype({"seed": int})
+    r = rates[seeded(rates)].astype({"seed": int})
     wide = r.pivot_table(index=["dataset", "seed"], columns="token_set", values="rate")
     wide = wide.reindex(columns=["content", "all"]).reset_index()
     out = scores[["dataset", "seed", "metric", "test", "published"]].merge(wide, on=["dataset", "seed"], how="left")

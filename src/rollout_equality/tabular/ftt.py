@@ -28,9 +28,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rollout_equality.condition.heads import OFF, HeadSettings
+from rollout_equality.condition.analysis import Attention  # and with it numba: training's provenance names its target
 from rollout_equality.config.schema import choices
-from rollout_equality.config.settings import Condition
+from rollout_equality.config.settings import OFF, Condition, HeadSettings
 from rollout_equality.runtime import digests
 from rollout_equality.runtime.device import deterministic_cuda
 from rollout_equality.runtime.files import atomic_path, progress, write_text
@@ -306,7 +306,7 @@ def measure_ftt(
     with the training seed of ``metrics_path`` in their ``seed`` column and ``ftt_seed<seed>`` as their model name (a
     label: readers take the seed from the column); the per-head and fused records ``heads`` asks for to ``heads_path``
     and ``heads_rollout_path`` (every block's heads recomputed as the averaged attention is). Returns the rates."""
-    from rollout_equality.measure import measure_and_write
+    from rollout_equality.measure import Outputs, Reading, measure_and_write
 
     manifest, arrays, model = load_trained(data_path, manifest_path, model_path, metrics_path, device)
     metrics = json.loads(Path(metrics_path).read_text())
@@ -316,19 +316,18 @@ def measure_ftt(
     special = np.zeros(n_tokens, dtype=bool)
     special[0] = True  # [CLS]; then continuous, then categorical feature tokens
 
-    def extractor(rows: list[int], heads: bool = False) -> list[tuple[np.ndarray, ...]]:
+    def extractor(rows: list[int], heads: bool = False) -> list[Attention]:
         x = model_inputs(arrays, "test", np.asarray(rows), device)
         if not heads:
-            return [(layers, special) for layers in block_attention(model, *x).cpu().numpy()]
+            return [Attention(layers, special) for layers in block_attention(model, *x).cpu().numpy()]
         att, every = (t.cpu().numpy() for t in block_attention(model, *x, heads=True))
-        return [(layers, special, h) for layers, h in zip(att, every)]
+        return [Attention(layers, special, h) for layers, h in zip(att, every)]
 
     return measure_and_write(
         extractor,
         [f"test-{row:06d}" for row in range(n)],
         list(range(n)),
-        out_path,
-        rollout_path,
+        Outputs(out_path, rollout_path, heads_path, heads_rollout_path),
         model=model_name,
         dataset=manifest["name"],
         model_record={
@@ -340,17 +339,17 @@ def measure_ftt(
             "trained": metrics["compute"],
         },
         dataset_record={"name": manifest["name"], "sha256": manifest["sha256"], "n": n},
+        reading=Reading(
+            device=device,
+            threads=threads,
+            batch_size=MEASURE_ROWS,
+            overlap=False,  # a table's rows are one forward pass each, on the device training chose
+            batch_by_length=False,  # every row has the same tokens
+            dump_inputs=0,  # the heatmap figure reads the transformers' dumps only
+            attention="every block recomputed from W_q, W_k (checked against the model's), head-averaged in float32, "
+            "analysed in float64 on the CPU",
+        ),
         condition=condition,
-        device=device,
-        threads=threads,
-        batch_size=MEASURE_ROWS,
-        overlap=False,  # a table's rows are one forward pass each, on the device training chose
-        batch_by_length=False,  # every row has the same tokens
-        dump_inputs=0,  # the heatmap figure reads the transformers' dumps only
-        seed=metrics["seed"],
-        attention="every block recomputed from W_q, W_k (checked against the model's), head-averaged in float32, "
-        "analysed in float64 on the CPU",
         heads=heads,
-        heads_path=heads_path,
-        heads_rollout_path=heads_rollout_path,
+        seed=metrics["seed"],
     )

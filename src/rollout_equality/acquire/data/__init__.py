@@ -4,7 +4,8 @@ A prepared data set is a folder ``resources/data/<name>/`` holding the inputs
 (``images/*.png`` or ``segments.jsonl``) and ``manifest.json``: the source, the
 count, the seed and a SHA-256 of every input, so a rerun can be checked. The sources:
 :mod:`.images` (image folders, hub data sets, sample photographs, the digits of :mod:`.digits`) and :mod:`.text`
-(local files, Python's docs, hub data sets).
+(local files, Python's docs, hub data sets). :mod:`.files` reads inputs given as files instead (the command line's
+``--texts`` and ``--images``), with the same provenance.
 """
 
 from __future__ import annotations

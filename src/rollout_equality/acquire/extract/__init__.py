@@ -2,15 +2,11 @@
 
 ``load(info, device)`` returns an extractor for a prepared model (see
 :mod:`rollout_equality.acquire.models`). Calling it on a list of inputs (strings for
-text models, PIL images for image models) returns, for each input alone, its
-head-averaged attention over its own tokens (padding removed) and its
-special-token mask:
-
-    [(layers: float32 array (L, n, n), special: bool array (n,)), ...]
-
-and, called with ``heads=True``, each head's attention as well (the average unchanged, bit for bit):
-
-    [(layers, special, heads: float32 array (L, H, n, n)), ...]
+text models, PIL images for image models) returns, for each input alone, an
+:class:`~rollout_equality.condition.attention.Attention`: its head-averaged attention over its own tokens
+(padding removed, ``layers``: float32 (L, n, n)) and its special-token mask (``special``: bool (n,)), and, called
+with ``heads=True``, each head's attention as well (``heads``: float32 (L, H, n, n); the average unchanged, bit for
+bit; None without it).
 
 Attention is read with eager attention only; a model that returns none raises. One backend per library:
 :mod:`.transformers_backend` (text and vision models of Hugging Face transformers) and :mod:`.timm_backend` (timm's
@@ -19,19 +15,20 @@ vision transformers).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rollout_equality.config.schema import choices
 from rollout_equality.runtime.device import resolve_device
+
+if TYPE_CHECKING:
+    from rollout_equality.condition.attention import Attention
 
 
 class Extractor(Protocol):
     n_layers: int
     preprocessing: dict  # what turned inputs into model inputs (class and settings), for provenance
 
-    def __call__(self, inputs: list[Any], heads: bool = False) -> list[tuple[np.ndarray, ...]]: ...
+    def __call__(self, inputs: list[Any], heads: bool = False) -> list[Attention]: ...
 
     # Optional: ``input_sizes(inputs) -> list[int] | None``, the tokens each input will have (text),
     # so that batches can be formed of inputs of similar size (less padding); None when all are equal.

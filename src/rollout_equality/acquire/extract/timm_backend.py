@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from rollout_equality.acquire.extract import NoAttentionError, square_attention
+from rollout_equality.condition.attention import Attention
 from rollout_equality.runtime.device import exact_float32
 
 
@@ -99,8 +100,8 @@ class TimmExtractor:
         }
 
     @torch.inference_mode()
-    def __call__(self, images: list[Any], heads: bool = False) -> list[tuple]:
-        """(layers, special) per image; with ``heads``, (layers, special, per-head attention (L, H, n, n))."""
+    def __call__(self, images: list[Any], heads: bool = False) -> list[Attention]:
+        """An :class:`~rollout_equality.condition.attention.Attention` per image; with ``heads``, each head's too."""
         pixels = torch.stack([self.transform(im.convert("RGB")) for im in images]).to(self.device)
         layers: list[torch.Tensor] = []
         per_head: list[torch.Tensor] = []
@@ -125,7 +126,5 @@ class TimmExtractor:
             raise NoAttentionError(f"{self.path}: {avg.shape[-1]} tokens, {self.n_special} of them prefix tokens")
         special = np.zeros(avg.shape[-1], dtype=bool)
         special[: self.n_special] = True  # CLS (and distillation / register) tokens precede the patches
-        if heads:
-            every = torch.stack(per_head, dim=1).cpu().numpy()
-            return [(avg[b], special.copy(), every[b]) for b in range(len(images))]
-        return [(avg[b], special.copy()) for b in range(len(images))]
+        every = torch.stack(per_head, dim=1).cpu().numpy() if heads else None
+        return [Attention(avg[b], special.copy(), every[b] if heads else None) for b in range(len(images))]

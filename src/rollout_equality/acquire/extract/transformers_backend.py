@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from rollout_equality.acquire.extract import NoAttentionError, square_attention
+from rollout_equality.condition.attention import Attention
 from rollout_equality.runtime.device import exact_float32
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,8 @@ class TransformersExtractor:
         image_backend: str | None,
         seed: int | None = None,
     ):
-        """``seed``: a ``random_init`` model, its weights drawn from the seed (:func:`load_transformers_model`)."""
+        """``seed``: a ``random_init`` model, its weights drawn from the seed
+        (:func:`rollout_equality.acquire.models.load_transformers_model`)."""
         import transformers
 
         from rollout_equality.acquire.models import load_transformers_model
@@ -185,11 +187,11 @@ class TransformersExtractor:
         return average
 
     @torch.inference_mode()
-    def __call__(self, inputs: list[Any], heads: bool = False) -> list[tuple]:
-        """(layers, special) per input; with ``heads``, (layers, special, per-head attention (L, H, n, n))."""
+    def __call__(self, inputs: list[Any], heads: bool = False) -> list[Attention]:
+        """An :class:`~rollout_equality.condition.attention.Attention` per input; with ``heads``, each head's too."""
         return self._text(inputs, heads) if self.modality == "text" else self._images(inputs, heads)
 
-    def _text(self, texts: list[str], heads: bool) -> list[tuple]:
+    def _text(self, texts: list[str], heads: bool) -> list[Attention]:
         enc = self._tokenize(texts, padding=True, return_special_tokens_mask=True, return_tensors="pt")
         model_inputs = {k: v.to(self.device) for k, v in enc.items() if k in self.tokenizer.model_input_names}
         avg, per_head = self._attention(model_inputs, heads=True) if heads else (self._attention(model_inputs), None)
@@ -199,13 +201,11 @@ class TransformersExtractor:
             idx = keep.nonzero().squeeze(1).to(self.device)
             layers = avg[b].index_select(1, idx).index_select(2, idx)
             special = enc["special_tokens_mask"][b][keep].bool()
-            result = (layers.cpu().numpy(), special.numpy())
-            if heads:
-                result += (per_head[b].index_select(2, idx).index_select(3, idx).cpu().numpy(),)
-            results.append(result)
+            every = per_head[b].index_select(2, idx).index_select(3, idx).cpu().numpy() if heads else None
+            results.append(Attention(layers.cpu().numpy(), special.numpy(), every))
         return results
 
-    def _images(self, images: list[Any], heads: bool) -> list[tuple]:
+    def _images(self, images: list[Any], heads: bool) -> list[Attention]:
         pixels = self.processor(images=list(images), return_tensors="pt")["pixel_values"].to(self.device)
         avg, per_head = (
             self._attention({"pixel_values": pixels}, heads=True)
@@ -222,7 +222,5 @@ class TransformersExtractor:
         special = np.zeros(n, dtype=bool)
         special[: self.n_special] = True  # CLS, then distillation or register tokens, then patches
         avg = avg.cpu().numpy()
-        if heads:
-            per_head = per_head.cpu().numpy()
-            return [(avg[b], special.copy(), per_head[b]) for b in range(len(images))]
-        return [(avg[b], special.copy()) for b in range(len(images))]
+        per_head = per_head.cpu().numpy() if heads else None
+        return [Attention(avg[b], special.copy(), per_head[b] if heads else None) for b in range(len(images))]

@@ -200,9 +200,8 @@ def unroll_albert(
     import torch
 
     from rollout_equality.acquire.data import load_inputs
-    from rollout_equality.acquire.models import random_seed
+    from rollout_equality.acquire.models import check_model, model_record, random_seed
     from rollout_equality.config.paths import MODEL_INFO, snakemake_command
-    from rollout_equality.measure import check_model, model_record
     from rollout_equality.runtime.files import write_json, write_parquet
     from rollout_equality.runtime.provenance import provenance
 

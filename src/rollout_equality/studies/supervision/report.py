@@ -31,9 +31,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rollout_equality.condition.baseline import wilson_interval
+from rollout_equality.condition.baseline import interval_row
 from rollout_equality.config.paths import SUPERVISION_REPORT
 from rollout_equality.reporting.compare import TABLES
+from rollout_equality.reporting.stats import normalised_depth
 from rollout_equality.runtime.files import require_paths
 
 log = logging.getLogger(__name__)
@@ -59,19 +60,14 @@ def _by_depth(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per ``keys`` + layer: pooled rate with its Wilson interval and the band of the per-seed rates."""
     rows = []
     for key, g in df.groupby([*keys, "layer"], sort=True):
-        k, n = int(g["holds"].sum()), len(g)
-        low, high = wilson_interval(k, n)
         per_seed = g.groupby("seed")["holds"].mean()
         rows.append(
             {
                 **dict(zip([*keys, "layer"], key)),
-                "depth": float(g["layer"].iloc[0] / max(int(g["n_layers"].iloc[0]) - 1, 1)),
+                "depth": float(normalised_depth(g["layer"].iloc[0], int(g["n_layers"].iloc[0]))),
                 "seeds": len(per_seed),
-                "pairs": n,
-                "holds": k,
-                "rate": k / n,
-                "ci_low": low,
-                "ci_high": high,
+                "pairs": len(g),
+                **interval_row(int(g["holds"].sum()), len(g)),
                 "seed_low": float(per_seed.min()),
                 "seed_high": float(per_seed.max()),
             }
@@ -92,22 +88,18 @@ def head_table(heads: pd.DataFrame) -> pd.DataFrame:
 
 def late_table(layer: pd.DataFrame, late_depth: float) -> pd.DataFrame:
     """``supervision_late``: of the failing input-layer pairs, how many at a normalised depth ≥ ``late_depth``."""
-    layer = layer.assign(depth=layer["layer"] / (layer["n_layers"] - 1).clip(lower=1))
+    layer = layer.assign(depth=normalised_depth(layer["layer"], layer["n_layers"]))
     rows = []
     for (objective, token_set), g in layer.groupby(["objective", "token_set"], sort=True):
         fails = g[~g["holds"].astype(bool)]
         late = int((fails["depth"] >= late_depth).sum())
-        low, high = wilson_interval(late, len(fails)) if len(fails) else (np.nan, np.nan)
         rows.append(
             {
                 "objective": objective,
                 "token_set": token_set,
                 "pairs": len(g),
                 "failures": len(fails),
-                "late_failures": late,
-                "share": late / len(fails) if len(fails) else np.nan,
-                "ci_low": low,
-                "ci_high": high,
+                **interval_row(late, len(fails), count="late_failures", share="share"),
             }
         )
     df = pd.DataFrame(rows, columns=LATE_COLUMNS)
