@@ -6,8 +6,8 @@ The library behind the pipeline. Its entry points, importable from here::
 
 (:func:`rollout_equality.condition.from_model.attention_records`: the workflow's records of the attention a model
 returned; :mod:`rollout_equality.condition.dobrushin`: κ, the equality condition, restriction to content tokens,
-rollout, and how the compiled kernel computes them). docs/library.md is the guide. The rest is grouped by stage, lowest first; a stage imports only the stages
-below it (tests/repository/test_layers.py checks it):
+rollout, and how the compiled kernel computes them). docs/library.md is the guide. The rest is grouped by stage,
+lowest first; a stage imports only the stages below it (tests/repository/test_layers.py checks it):
 
 1. :mod:`~rollout_equality.config` — the schema, its one loader, the config's checks, the output paths;
 2. :mod:`~rollout_equality.runtime` — files, threads, code paths, the device, provenance, digests, the lock;

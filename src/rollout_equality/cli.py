@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from rollout_equality.config.load import load_config
-from rollout_equality.config.paths import DOWNLOAD_CACHE, SUITE_TABLES_DIR
+from rollout_equality.config.paths import DATA_MANIFEST, DOWNLOAD_CACHE, MODELS, SUITE_TABLES_DIR
 from rollout_equality.config.profiles import GPU_RULES
 from rollout_equality.config.settings import FUSIONS, HeadSettings
 
@@ -293,7 +293,7 @@ EXAMPLES = "examples:"
 def _command(sub, name: str, *, help: str, description: str, examples: list[str], epilog: str | None = None):
     """The subcommand ``name``: one line in the command list (``help``), and in its own --help a ``description``
     (paragraphs separated by blank lines), its ``examples`` (each a whole command line) and an ``epilog``.
-    tests/test_cli.py parses every example with this parser."""
+    tests/test_cli_help.py parses every example with this parser."""
     shown = EXAMPLES + "\n" + "\n".join(f"  {example}" for example in examples)
     return sub.add_parser(
         name,
@@ -303,6 +303,9 @@ def _command(sub, name: str, *, help: str, description: str, examples: list[str]
         formatter_class=_Described,
     )
 
+
+DATA_DIR = str(Path(DATA_MANIFEST).parent)
+"""A prepared data set's folder (``{dataset}`` to fill in), as the workflow names it."""
 
 LOG_HELP = (
     "append the command's messages to this file, as a rule writes its log: file (progress bars, what it did, "
@@ -398,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
             "rollout-equality measure --model minilm --texts lines.txt --out r.parquet",
             "rollout-equality measure --model facebook/dinov2-small --revision COMMIT --images a.jpg b.jpg "
             "--per-head --fusions mean,max,min --out r.parquet",
-            "rollout-equality measure --model resources/models/minilm --data resources/data/pydoc_topics "
+            f"rollout-equality measure --model {MODELS}/minilm --data {DATA_DIR.format(dataset='pydoc_topics')} "
             "--out r.parquet --log measure.log",
         ],
         epilog=OUTSIDE,
@@ -512,7 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
         "1 something is, 2 bad input (docs/outputs.md, Comparing two runs).",
         examples=[
             f"rollout-equality compare docs/offline {SUITE_TABLES_DIR.format(suite='offline')}",
-            "rollout-equality compare run_a/results/tables/paper run_b/results/tables/paper --alpha 0.01",
+            f"rollout-equality compare {SUITE_TABLES_DIR.format(suite='paper')} "
+            f"../rerun/{SUITE_TABLES_DIR.format(suite='paper')} --alpha 0.01",
         ],
     )
     p.add_argument("a", help="a tables folder, e.g. docs/offline (the kept run)")
