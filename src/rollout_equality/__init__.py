@@ -2,11 +2,12 @@
 
 The library behind the pipeline. Its entry points, importable from here::
 
-    from rollout_equality import Engine, equality_condition, kappa, restrict, rollout
+    from rollout_equality import Engine, attention_records, equality_condition, kappa, restrict, rollout
 
-(:mod:`rollout_equality.condition.dobrushin`: κ, the equality condition, restriction to content tokens, rollout, and
-how the compiled kernel computes them). The rest is grouped by stage, lowest first; a stage imports only the stages
-below it (tests/repository/test_layers.py checks it):
+(:func:`rollout_equality.condition.from_model.attention_records`: the workflow's records of the attention a model
+returned; :mod:`rollout_equality.condition.dobrushin`: κ, the equality condition, restriction to content tokens,
+rollout, and how the compiled kernel computes them). docs/library.md is the guide. The rest is grouped by stage,
+lowest first; a stage imports only the stages below it (tests/repository/test_layers.py checks it):
 
 1. :mod:`~rollout_equality.config` — the schema, its one loader, the config's checks, the output paths;
 2. :mod:`~rollout_equality.runtime` — files, threads, code paths, the device, provenance, digests, the lock;
@@ -25,14 +26,24 @@ docs/architecture.md walks through it.
 
 __version__ = "0.1.0"
 
-__all__ = ["Engine", "equality_condition", "kappa", "restrict", "rollout"]
+ENTRY_POINTS = {
+    "Engine": "rollout_equality.condition.dobrushin",
+    "attention_records": "rollout_equality.condition.from_model",
+    "equality_condition": "rollout_equality.condition.dobrushin",
+    "kappa": "rollout_equality.condition.dobrushin",
+    "restrict": "rollout_equality.condition.dobrushin",
+    "rollout": "rollout_equality.condition.dobrushin",
+}
+"""Each entry point and the module that defines it."""
+
+__all__ = list(ENTRY_POINTS)
 
 
 def __getattr__(name: str):
     """The entry points, imported when first asked for (the condition's kernels start numba: a second that a
     Snakemake start-up or a config check need not pay)."""
-    if name in __all__:
-        from rollout_equality.condition import dobrushin
+    if name in ENTRY_POINTS:
+        import importlib
 
-        return getattr(dobrushin, name)
+        return getattr(importlib.import_module(ENTRY_POINTS[name]), name)
     raise AttributeError(f"module 'rollout_equality' has no attribute {name!r}")

@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 
 from rollout_equality.config.load import load_config
-from rollout_equality.config.paths import DOWNLOAD_CACHE, SUITE_TABLES_DIR
+from rollout_equality.config.paths import DATA_MANIFEST, DOWNLOAD_CACHE, MODELS, SUITE_TABLES_DIR
 from rollout_equality.config.profiles import GPU_RULES
 from rollout_equality.config.settings import FUSIONS, HeadSettings
 
@@ -233,17 +234,129 @@ OUTSIDE = (
 )
 
 
+def version() -> str:
+    """What ``--version`` prints: the package's version, then the lock of the checkout it is imported from (its
+    digest, :func:`rollout_equality.runtime.lock.lock_digest`) and whether this environment is that lock, or that
+    there is no lock beside it (an installed wheel)."""
+    import rollout_equality
+    from rollout_equality.runtime.lock import checkout_lock, differences, lock_digest, read_pins
+
+    lines = [f"rollout-equality {rollout_equality.__version__}"]
+    lock = checkout_lock()
+    if lock is None:
+        lines.append(
+            "lock: none beside this installation (not a checkout); a checkout's requirements/lock.txt pins the "
+            "environment the project's results were made in"
+        )
+        return "\n".join(lines)
+    wheels = lock.parent / "offline-data.txt"
+    departures = differences(read_pins(lock), read_pins(wheels) if wheels.is_file() else {})
+    lines.append(f"lock: {lock_digest(lock)} ({lock})")
+    lines.append(
+        "this environment: the lock's"
+        if not departures
+        else f"this environment departs from the lock in {len(departures)} distributions: "
+        + "; ".join(departures[:3])
+        + ("; …" if len(departures) > 3 else "")
+    )
+    return "\n".join(lines)
+
+
+class _Version(argparse.Action):
+    """``--version``: print :func:`version` and exit (computed when asked for, not when the parser is built)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version())
+        parser.exit()
+
+
+class _Described(argparse.HelpFormatter):
+    """A subcommand's --help: its description and epilog filled paragraph by paragraph (blank lines between them
+    kept), and the examples block as written, one command a line."""
+
+    def _fill_text(self, text, width, indent):
+        blocks = text.split("\n\n")
+        return "\n\n".join(
+            block if block.startswith(EXAMPLES) else textwrap.fill(" ".join(block.split()), width, initial_indent=indent,
+                                                                     subsequent_indent=indent, break_on_hyphens=False,
+                                                                     break_long_words=False)
+            for block in blocks
+        )  # fmt: skip
+
+
+EXAMPLES = "examples:"
+
+
+def _command(sub, name: str, *, help: str, description: str, examples: list[str], epilog: str | None = None):
+    """The subcommand ``name``: one line in the command list (``help``), and in its own --help a ``description``
+    (paragraphs separated by blank lines), its ``examples`` (each a whole command line) and an ``epilog``.
+    tests/test_cli_help.py parses every example with this parser."""
+    shown = EXAMPLES + "\n" + "\n".join(f"  {example}" for example in examples)
+    return sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=shown + (f"\n\n{epilog}" if epilog else ""),
+        formatter_class=_Described,
+    )
+
+
+DATA_DIR = str(Path(DATA_MANIFEST).parent)
+"""A prepared data set's folder (``{dataset}`` to fill in), as the workflow names it."""
+
+LOG_HELP = (
+    "append the command's messages to this file, as a rule writes its log: file (progress bars, what it did, "
+    "warnings, a failure's traceback); default: stderr"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rollout-equality", description=__doc__.splitlines()[0], epilog=OUTSIDE)
+    parser.add_argument(
+        "--version", action=_Version, help="print the version and the digest of the checkout's lock, and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("condition", help="test the equality condition on one matrix (or a stack) and print JSON")
+    p = _command(
+        sub,
+        "condition",
+        help="test the equality condition on one matrix (or a stack) and print JSON",
+        description="Test the equality condition on a row-stochastic matrix A, or on each matrix of a stack (..., n, "
+        "n), and print the result as JSON: holds (a mutually self-dominant pair attains κ(A)), holds_direct "
+        "(κ(½(I + A)) computed from its entries equals ½(1 + κ(A))), kappa, kappa_half, bound, slack, n_max_pairs "
+        "and the witness pair (-1: none).\n\n"
+        "The tolerances are config.yaml's condition.atol and condition.row_sum_atol unless given. A row that does "
+        "not sum to 1 within --row-sum-atol is refused, never renormalised; the message names the matrix's type. "
+        "From Python: rollout_equality.equality_condition (docs/library.md).",
+        examples=[
+            "rollout-equality condition matrix.npy",
+            "rollout-equality condition attention.csv --atol 1e-9",
+            "rollout-equality condition layers.npy --row-sum-atol 0.0078125",
+        ],
+        epilog="matrix.npy: a numpy array saved by numpy.save; attention.csv: one row of A a line; layers.npy: a "
+        "stack, e.g. bfloat16 attention saved as float32, accepted within bfloat16's machine epsilon (2^-7).",
+    )
     p.add_argument("matrix", help="a .npy array (..., n, n), or a .csv / .txt matrix")
     _condition_flags(p)
     _configfile_flag(p)
     p.set_defaults(func=_cmd_condition)
 
-    p = sub.add_parser("baseline", help="random-matrix baseline table (CSV)")
+    p = _command(
+        sub,
+        "baseline",
+        help="random-matrix baseline table (CSV)",
+        description="Test the condition on uniformly random row-stochastic matrices of each size, as rule "
+        "random_baseline does, and write one CSV row per size: n, trials, holds, rate and its Wilson 95% interval "
+        "(ci_low, ci_high). The sizes, trials and seed are config.yaml's baseline section unless given; the same "
+        "seed gives the same table.",
+        examples=[
+            "rollout-equality baseline --n 4 16 --trials 1000 --seed 0 --out b.csv",
+            "rollout-equality baseline --out b.csv --log baseline.log",
+        ],
+    )
     p.add_argument("--n", type=int, nargs="+", help="matrix sizes (default: baseline.ns)")
     p.add_argument("--trials", type=int, help="matrices per size (default: baseline.trials)")
     p.add_argument("--seed", type=int, help="default: baseline.seed")
@@ -251,17 +364,31 @@ def build_parser() -> argparse.ArgumentParser:
     _condition_flags(p)
     _configfile_flag(p)
     p.add_argument("--out", required=True, help="CSV to write")
-    p.add_argument("--log", default=None, help="log file (default: stderr)")
+    p.add_argument("--log", default=None, metavar="FILE", help=LOG_HELP)
     p.set_defaults(func=_cmd_baseline)
 
-    p = sub.add_parser("prepare", help="prepare a data set (images or text segments) with its manifest")
-    p.add_argument("name")
+    p = _command(
+        sub,
+        "prepare",
+        help="prepare a data set (images or text segments) with its manifest",
+        description="Prepare a data set as rule prepare_data does: draw its inputs (text segments or images) as its "
+        "config entry says, with the schema's defaults for what the entry leaves out, and write them into --out "
+        "with manifest.json (each input's id and SHA-256). `measure --data` reads the folder. Reads no "
+        "config.yaml: the entry is given whole, as JSON or as a YAML file (docs/configuration.md, datasets).",
+        examples=[
+            'rollout-equality prepare pydoc \'{"modality": "text", "source": {"pydoc_topics": true}, '
+            '"n": 20, "seed": 0}\' --out data/pydoc',
+            "rollout-equality prepare photos photos.yaml --out data/photos --log prepare.log",
+        ],
+    )
+    p.add_argument("name", help="the data set's name (in its manifest and in the records)")
     p.add_argument("spec", help="the data set's config entry as JSON, or a YAML file holding it")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--log", default=None)
+    p.add_argument("--log", default=None, metavar="FILE", help=LOG_HELP)
     p.set_defaults(func=_cmd_prepare)
 
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "measure",
         help="records of one model on a prepared data set or on texts / images, as rule measure writes them",
         description="Records of one model, measured as rule measure measures (the same entry point, settings, "
@@ -270,6 +397,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the max and min head fusions, as config analysis or --per-head and --fusions ask; no rows otherwise), "
         "nothing else but a hub download or a model it prepares itself in its cache (ROLLOUT_EQUALITY_CACHE, else "
         "~/.cache/rollout-equality). docs/your-model.md says which models work and what each refusal means.",
+        examples=[
+            "rollout-equality measure --model minilm --texts lines.txt --out r.parquet",
+            "rollout-equality measure --model facebook/dinov2-small --revision COMMIT --images a.jpg b.jpg "
+            "--per-head --fusions mean,max,min --out r.parquet",
+            f"rollout-equality measure --model {MODELS}/minilm --data {DATA_DIR.format(dataset='pydoc_topics')} "
+            "--out r.parquet --log measure.log",
+        ],
         epilog=OUTSIDE,
     )
     p.add_argument(
@@ -313,12 +447,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _condition_flags(p)
     _configfile_flag(p)
-    p.add_argument("--log", default=None)
+    p.add_argument("--log", default=None, metavar="FILE", help=LOG_HELP)
     p.set_defaults(func=_cmd_measure)
 
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "check-sources",
         help="check every hub model, data set and table a suite downloads (revision, files, sizes), downloading none",
+        description="Ask the hub and OpenML whether every model, data set and table a suite downloads is there as "
+        "config.yaml pins it: the revision, the files and their sizes. Downloads nothing. Prints one row per "
+        "source, with what to do where one drifted, and exits with status 1 if one did (0: every source can be "
+        "downloaded as configured). Rule check_network_sources runs the same check before any download.",
+        examples=[
+            "rollout-equality check-sources --suite paper",
+            "rollout-equality check-sources --suite paper --suite offline --out sources.tsv --log sources.log",
+        ],
     )
     p.add_argument(
         "--suite",
@@ -328,16 +471,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _configfile_flag(p)
     p.add_argument("--cache", default=DOWNLOAD_CACHE, help="OpenML's and scikit-learn's caches (default %(default)s)")
-    p.add_argument("--out", default=None, help="also write the table as TSV")
-    p.add_argument("--log", default=None)
+    p.add_argument("--out", default=None, help="also write the table as TSV (when every source is there)")
+    p.add_argument("--log", default=None, metavar="FILE", help=LOG_HELP)
     p.set_defaults(func=_cmd_check_sources)
 
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "slurm-profile",
         help="write a site profile: profiles/slurm with your partition, account and GPU partition filled in",
         description="Write OUT/config.yaml: profiles/slurm/config.yaml with the site's partition and account (and the "
         "GPU partition of the rules that claim a GPU), every per-rule resource kept (docs/cluster.md). Snakemake "
         "refuses nothing itself: the workflow refuses a profile that still holds a <placeholder>.",
+        examples=[
+            "rollout-equality slurm-profile --partition debug --no-account --gpu-partition gpu",
+            "rollout-equality slurm-profile --partition batch --account lab --out profiles/site",
+        ],
     )
     p.add_argument("--partition", required=True, help="the partition of every job (sinfo lists them)")
     account = p.add_mutually_exclusive_group(required=True)
@@ -355,7 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="profiles/site", help="the folder it writes config.yaml into")
     p.set_defaults(func=_cmd_slurm_profile)
 
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "compare",
         help="does run B reproduce run A? their tables compared row by row, within each number's uncertainty",
         description=f"Compare two tables folders (a run's {SUITE_TABLES_DIR.format(suite='<suite>')}/, or docs/offline) "
@@ -365,6 +514,11 @@ def build_parser() -> argparse.ArgumentParser:
         "the folders' inputs.csv) or missing (in one run only), Holm's correction over all tests; a claim whose "
         "status changed is different. Exit status: 0 nothing different, on other inputs or missing, "
         "1 something is, 2 bad input (docs/outputs.md, Comparing two runs).",
+        examples=[
+            f"rollout-equality compare docs/offline {SUITE_TABLES_DIR.format(suite='offline')}",
+            f"rollout-equality compare {SUITE_TABLES_DIR.format(suite='paper')} "
+            f"../rerun/{SUITE_TABLES_DIR.format(suite='paper')} --alpha 0.01",
+        ],
     )
     p.add_argument("a", help="a tables folder, e.g. docs/offline (the kept run)")
     p.add_argument("b", help=f"another, e.g. {SUITE_TABLES_DIR.format(suite='offline')} (your run)")

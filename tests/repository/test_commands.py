@@ -224,6 +224,18 @@ COMMANDS: dict[str, How] = {
         "run"
     ),
     # docs/library.md
+    "python benchmarks/half_precision.py": How(
+        "dry", "minutes (MiniLM on 200 inputs, three times); tests/condition/test_from_model.py checks six inputs"
+    ),
+    "rollout-equality COMMAND --help": How(
+        "run",
+        "each command",
+        runs=tuple(
+            f"rollout-equality {c} --help"
+            for c in ("condition", "baseline", "prepare", "measure", "check-sources", "slurm-profile", "compare")
+        ),
+    ),
+    "rollout-equality --version": How("run"),
     "rollout-equality condition matrix.npy": How("run"),
     "rollout-equality baseline --n 4 16 --trials 1000 --seed 0 --out b.csv": How("run"),
     "rollout-equality measure --model MODEL (--data DIR | --texts FILE | --images FILE...) --out r.parquet": How(
@@ -576,6 +588,15 @@ def run_against_a_replica(
 
 def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> None:
     """What the documents say a command leaves behind, or prints."""
+    if command.endswith("--help") and bare(command).startswith("rollout-equality"):
+        if bare(command).startswith(
+            "rollout-equality measure"
+        ):  # README: how to use the command line outside a checkout
+            assert "Outside a checkout" in res.stdout, res.stdout
+        assert "examples:\n  rollout-equality " in res.stdout, res.stdout  # docs/library.md: each has examples
+        return
+    if bare(command) == "rollout-equality --version":  # docs/library.md: the version and the checkout's lock
+        assert res.stdout.startswith("rollout-equality ") and "lock: sha256:" in res.stdout, res.stdout
     if "--directory tiny" in command:
         missing = [p for p in quick_start_paths() if not (clone / p).exists()]
         assert quick_start_paths() and missing == [], (
@@ -592,9 +613,7 @@ def after_run(clone: Path, command: str, res: subprocess.CompletedProcess) -> No
         assert table[0].startswith("n,") and [row.split(",")[0] for row in table[1:]] == ["4", "16"]
     if "pre-commit install" in command:
         assert (clone / ".git/hooks/pre-commit").exists()
-    if command.endswith("--help"):  # README: it says how to use the command line outside a checkout
-        assert "Outside a checkout" in res.stdout, res.stdout
-    elif bare(command).startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
+    if bare(command).startswith("rollout-equality measure"):  # it says what it wrote, and wrote it
         written = ("r.parquet", "r.rollout.parquet", "r.heads.parquet", "r.heads.rollout.parquet")
         assert "wrote r.parquet and r.rollout.parquet; r.heads.parquet and r.heads.rollout.parquet" in res.stdout
         assert all((clone / name).exists() for name in written)

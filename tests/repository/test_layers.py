@@ -58,11 +58,13 @@ def test_every_package_opens_with_what_it_holds():
 
 
 def test_the_documented_entry_points_import_from_the_package_root():
-    import rollout_equality
-    from rollout_equality.condition import dobrushin
+    import importlib
 
-    for name in rollout_equality.__all__:
-        assert getattr(rollout_equality, name) is getattr(dobrushin, name)
+    import rollout_equality
+
+    assert set(rollout_equality.__all__) >= {"attention_records", "equality_condition", "restrict", "rollout"}
+    for name, module in rollout_equality.ENTRY_POINTS.items():
+        assert getattr(rollout_equality, name) is getattr(importlib.import_module(module), name)
 
 
 def test_each_package_and_docs_architecture_name_every_module():

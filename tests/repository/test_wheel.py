@@ -129,3 +129,6 @@ def test_the_installed_wheel_tests_a_matrix_and_says_how_to_use_it_outside_a_che
     assert out["holds"] == expected.holds and out["kappa"] == pytest.approx(float(expected.kappa), abs=0)
     helped = run(installed, tmp_path, installed / "rollout-equality", "--help")
     assert "Outside a checkout" in helped.stdout and "schema's defaults" in helped.stdout
+    version = run(installed, tmp_path, installed / "rollout-equality", "--version")
+    assert version.returncode == 0 and version.stdout.startswith("rollout-equality 0.")
+    assert "lock: none beside this installation" in version.stdout  # a wheel carries no lock

@@ -772,6 +772,36 @@ def test_the_command_line_measures_what_rule_measure_measured_and_writes_nothing
 
 
 @pytest.mark.slow
+def test_the_librarys_call_on_minilms_own_attentions_gives_the_records_rule_measure_wrote(run_a):
+    """The tiny run's MiniLM on pydoc, read as a user's own code reads it (the prepared model folder loaded by
+    transformers with eager attention, output_attentions and the tokenizer's encoding passed to
+    rollout_equality.attention_records, batches as the config forms them), gives rule measure's four records files
+    row for row, bit for bit (tests/condition/test_from_model.py checks it in-process, through rule measure's
+    function)."""
+    from model_attention import text_records
+
+    from rollout_equality.acquire.data import load_inputs
+    from rollout_equality.acquire.models import read_model_info
+    from rollout_equality.condition.records import read_records
+    from rollout_equality.config.checks import experiment_analysis
+    from rollout_equality.config.load import load_config
+    from rollout_equality.config.paths import HEADS, HEADS_ROLLOUT, MODEL_INFO, RECORDS, ROLLOUT
+    from rollout_equality.config.settings import Condition, Extraction, HeadSettings
+
+    config = load_config([str(REPO / ".test" / "config.yaml")])
+    info = read_model_info(run_a / MODEL_INFO.format(model="minilm"))
+    ids, texts, _ = load_inputs(run_a / "resources/data/pydoc")
+    heads = HeadSettings.from_config(experiment_analysis(config, "minilm", "pydoc"))
+    extraction, condition = from_section(Extraction, config["extraction"]), from_section(Condition, config["condition"])
+    mine = text_records(info["path"], ids, texts, "minilm", "pydoc", extraction, condition, heads)
+    files = (RECORDS, ROLLOUT, HEADS, HEADS_ROLLOUT)
+    for (kind, frame), path in zip(mine.items(), files):
+        written = read_records(run_a / path.format(model="minilm", dataset="pydoc"))
+        assert len(written), kind
+        pd.testing.assert_frame_equal(frame, written, check_exact=True)
+
+
+@pytest.mark.slow
 def test_a_moved_run_has_nothing_to_do_names_no_old_path_and_reads_its_own_files(run_a, tmp_path):
     """A finished run copied (times kept) and moved with `mv`: Snakemake has nothing to do in the new place, no file
     under resources/ names where the run was made, and the command line on a moved prepared model reads the moved

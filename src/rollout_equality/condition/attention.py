@@ -22,3 +22,12 @@ class Attention(NamedTuple):
     """(n,) bool, True for a special token (CLS, registers, separators, …)."""
     heads: np.ndarray | None = None
     """(L, H, n, n), every head's attention (float32 or better); None where the heads were not kept."""
+
+
+def head_mean(probs):
+    """One layer's attention averaged over its heads, as every record's ``layers`` is made: a torch tensor
+    (B, H, n, n) of any floating type to (B, n, n) float32, on its own device (torch's mean over the heads in
+    float32). The extractors (:mod:`rollout_equality.acquire.extract`) and
+    :func:`rollout_equality.condition.from_model.attention_records` average through it, so that a model's attention
+    gives the same records either way."""
+    return probs.float().mean(dim=1)

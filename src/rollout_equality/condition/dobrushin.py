@@ -146,20 +146,53 @@ def _to_numpy64(A: Any) -> np.ndarray:
     return np.asarray(A, dtype=np.float64)
 
 
+HALF_EPSILON = {"float16": 2.0**-10, "bfloat16": 2.0**-7}
+"""The machine epsilon of each half-precision type. Probabilities each rounded to the type (from a float32
+softmax, as eager attention computes it) sum to 1 within half of it, whatever the row's length."""
+
+
+def dtype_name(A: Any) -> str | None:
+    """The floating type of an array or tensor as numpy and torch name it (``float32``, ``bfloat16``), else None."""
+    dtype = getattr(A, "dtype", None)
+    return None if dtype is None else str(dtype).removeprefix("torch.")
+
+
+def _row_sum_advice(dtype: str | None) -> str:
+    """How to proceed when a row of a matrix of ``dtype`` does not sum to 1."""
+    if dtype in HALF_EPSILON:
+        eps = HALF_EPSILON[dtype]
+        return (
+            f"the matrix is {dtype}, whose rounding moves a row sum by up to {eps / 2:.2g}: to analyse it as it is, "
+            f"say so with row_sum_atol={eps:g} (the {dtype} machine epsilon), or renormalise its rows first, and "
+            "report the choice (a model's attentions: rollout_equality.attention_records(..., row_sum_atol='dtype') "
+            "records it)"
+        )
+    limits = ", ".join(f"{name} {eps:.2g}" for name, eps in HALF_EPSILON.items())
+    return (
+        "pass a row-stochastic matrix, each row a probability distribution (attention after its softmax, over every "
+        f"key); attention computed in half precision strays by up to its machine epsilon ({limits}): to analyse it, "
+        "say so with that row_sum_atol"
+    )
+
+
 def _where(batch_shape: tuple[int, ...], flat_index: int) -> str:
     if not batch_shape:
         return ""
     return f" of matrix {tuple(int(i) for i in np.unravel_index(flat_index, batch_shape))}"
 
 
-def check_stochastic(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, name: str = "A") -> np.ndarray:
+def check_stochastic(
+    A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, name: str = "A", dtype: str | None = None
+) -> np.ndarray:
     """Validate a (batch of) row-stochastic matrices and return it as float64 numpy.
 
     A: array or tensor of shape (..., n, n) with n ≥ 1.
     Raises ValueError naming the problem and where it is: not square, empty,
     NaN/inf, a negative entry, or a row whose sum differs from 1 by more than
-    ``row_sum_atol``. Nothing is renormalised.
+    ``row_sum_atol`` (the message names the floating type, ``dtype`` or A's own, and how to proceed).
+    Nothing is renormalised.
     """
+    dtype = dtype or dtype_name(A)
     M = _to_numpy64(A)
     if M.ndim < 2 or M.shape[-1] != M.shape[-2]:
         raise ValueError(f"{name} must have shape (..., n, n) (square matrices); got shape {M.shape}")
@@ -188,8 +221,7 @@ def check_stochastic(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, name: s
         b, i = np.argwhere(off)[0]
         raise ValueError(
             f"row {i}{_where(batch_shape, b)} of {name} sums to {sums[b, i]:.10g}, not 1 "
-            f"(tolerance {row_sum_atol:g}); pass a row-stochastic matrix (use restrict() to take a "
-            "sub-block with renormalised rows)"
+            f"(tolerance {row_sum_atol:g}); {_row_sum_advice(dtype)}"
         )
     return M
 
@@ -218,12 +250,14 @@ def _analyse(
     *,
     condition: bool,
     work: np.ndarray | None = None,
+    dtype: str | None = None,
 ) -> Outputs:
     """The kernel's :class:`~rollout_equality.condition.kernels.Outputs` for each matrix of a float64 (..., n, n) array
     (C-contiguous, else copied), flattened over the batch, from one compiled call that also validates it
     (:func:`rollout_equality.condition.kernels.analyse_batch`): the condition test, or κ alone (``condition`` False).
     A bad entry or row sum raises ValueError. work: where given, a (batch,) int64 array that receives each
-    matrix's pairs recomputed in float64 (-1: the float64 sweep alone)."""
+    matrix's pairs recomputed in float64 (-1: the float64 sweep alone). dtype: the floating type M was given in,
+    for the message."""
     n = M.shape[-1]
     flat = np.ascontiguousarray(M, dtype=np.float64).reshape(-1, n, n)
     out = Outputs.empty(len(flat))
@@ -239,7 +273,7 @@ def _analyse(
     )
     kernel = _kernel("analyse_batch", engine)
     if not kernel(flat, settings, *out, *workspace(n)):
-        check_stochastic(M, row_sum_atol)  # says where
+        check_stochastic(M, row_sum_atol, dtype=dtype)  # says where
         # numpy's row sums (pairwise) passed where the kernel's did not: rounding at the boundary
         kernel(flat, settings._replace(row_sum_atol=np.inf), *out, *workspace(n))
     return out
@@ -252,7 +286,7 @@ def kappa(A: Any, row_sum_atol: float = DEFAULT_ROW_SUM_ATOL, engine: Engine = D
     of shape (...). κ of a 1 × 1 matrix is 0.
     """
     M = _as_matrices(A, row_sum_atol)
-    k = _analyse(M, 0.0, row_sum_atol, engine, condition=False).kappa.reshape(M.shape[:-2])
+    k = _analyse(M, 0.0, row_sum_atol, engine, condition=False, dtype=dtype_name(A)).kappa.reshape(M.shape[:-2])
     return float(k) if k.ndim == 0 else k
 
 
@@ -306,7 +340,7 @@ def equality_condition(
     if not atol >= 0:
         raise ValueError(f"atol must be non-negative; got {atol}")
     M = _as_matrices(A, row_sum_atol)
-    out = _analyse(M, atol, row_sum_atol, engine, condition=True)
+    out = _analyse(M, atol, row_sum_atol, engine, condition=True, dtype=dtype_name(A))
     return _result(M.shape, out.kappa, out.kappa_half, out.n_max, out.witness, atol)
 
 

@@ -4,8 +4,8 @@ The lock (made by ``uv pip compile … --universal --generate-hashes``, the comm
 distribution at one version, each with the marker of the environments it serves (CPython 3.11 to 3.13 on Linux x86-64
 and aarch64 and macOS arm64; the CUDA libraries on Linux only); README's install puts exactly these into a fresh ``.venv``, with the data wheels of
 ``requirements/offline-data.txt`` and the project itself. :func:`differences` says where an installed environment
-departs from that, and :func:`lock_digest` names a lock in a kept run (``docs/offline/environment.json``) and in the
-fingerprint (``benchmarks/fingerprint.py``).
+departs from that, and :func:`lock_digest` names a lock in a kept run (``docs/offline/environment.json``), in the
+fingerprint (``benchmarks/fingerprint.py``) and in ``rollout-equality --version`` (:func:`checkout_lock`).
 """
 
 from __future__ import annotations
@@ -59,6 +59,18 @@ def lock_digest(path: str | Path) -> str:
     that regenerating an unchanged lock with another uv keeps the digest): ``sha256:<hex>``."""
     lines = sorted(f"{name}=={version}" for name, version in read_pins(path).items())
     return digests.labelled(digests.of_bytes("\n".join(lines).encode()))
+
+
+def checkout_lock() -> Path | None:
+    """``requirements/lock.txt`` of the checkout this package is imported from (the folder above ``src/`` that holds
+    the project's ``pyproject.toml``), or None where the package is installed elsewhere (a wheel: no lock beside
+    it). What ``rollout-equality --version`` names."""
+    root = Path(__file__).resolve().parents[3]
+    lock = root / "requirements" / "lock.txt"
+    pyproject = root / "pyproject.toml"
+    if lock.is_file() and pyproject.is_file() and f'name = "{PROJECT}"' in pyproject.read_text():
+        return lock
+    return None
 
 
 def differences(lock: dict[str, str], also: dict[str, str], found: dict[str, str] | None = None) -> list[str]:

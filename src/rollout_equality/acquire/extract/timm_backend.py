@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from rollout_equality.acquire.extract import NoAttentionError, square_attention
-from rollout_equality.condition.attention import Attention
+from rollout_equality.condition.attention import Attention, head_mean
 from rollout_equality.runtime.device import exact_float32
 
 
@@ -108,10 +108,9 @@ class TimmExtractor:
 
         def capture(module, args, output):
             probs = square_attention(output, len(images), self.path, f"{type(module).__name__} of an attention block")
-            probs = probs.float()
-            layers.append(probs.mean(dim=1))
+            layers.append(head_mean(probs))
             if heads:
-                per_head.append(probs)
+                per_head.append(probs.float())
 
         handles = [m.register_forward_hook(capture) for m in self.attention_modules]
         try:

@@ -10,20 +10,21 @@ import numpy as np
 import torch
 
 from rollout_equality.acquire.extract import NoAttentionError, square_attention
-from rollout_equality.condition.attention import Attention
+from rollout_equality.condition.attention import Attention, head_mean
 from rollout_equality.runtime.device import exact_float32
 
 log = logging.getLogger(__name__)
 
 
 def head_average(attentions: tuple[torch.Tensor, ...] | list[torch.Tensor], model_name: str) -> torch.Tensor:
-    """Stack per-layer (B, H, N, N) probabilities into (B, L, N, N), averaged over heads in float32."""
+    """Stack per-layer (B, H, N, N) probabilities into (B, L, N, N), averaged over heads in float32
+    (:func:`rollout_equality.condition.attention.head_mean`)."""
     if not attentions:
         raise NoAttentionError(
             f"{model_name} returned no attention probabilities; it must be loaded with "
             'attn_implementation="eager" (SDPA and flash attention return none)'
         )
-    return torch.stack([a.float().mean(dim=1) for a in attentions], dim=1)
+    return torch.stack([head_mean(a) for a in attentions], dim=1)
 
 
 def attention_modules(model: torch.nn.Module) -> list[tuple[torch.nn.Module, int]] | None:
@@ -160,10 +161,10 @@ class TransformersExtractor:
 
         def capture(module, args, output, index):
             probs = output[index] if isinstance(output, (tuple, list)) else None
-            probs = square_attention(probs, batch, self.path, type(module).__name__).float()
-            layers.append(probs.mean(dim=1))
+            probs = square_attention(probs, batch, self.path, type(module).__name__)
+            layers.append(head_mean(probs))
             if heads:
-                per_head.append(probs)
+                per_head.append(probs.float())
 
         handles = [m.register_forward_hook(partial(capture, index=i)) for m, i in self.attention_modules]
         try:
