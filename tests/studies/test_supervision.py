@@ -187,9 +187,9 @@ def trained(digits_file, tmp_path_factory):
     settings = copy.deepcopy(CONFIG["supervision"]["training"])
     settings.update(epochs=1, batch_size=16, warmup_epochs=1)
     settings["dino"].update(hidden=32, bottleneck=8, out_dim=16)
-    tr.write_init(TINY_VIT, 3, root / "init", threads=1)
+    tr.write_init(TINY_VIT, 3, root / "init", threads=1, code_path="native")
     infos = {
-        o: tr.train(o, root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / o, threads=1)
+        o: tr.train(o, root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / o, 1, "native")
         for o in ("supervised", "dino")
     }
     return root, settings, infos
@@ -197,13 +197,63 @@ def trained(digits_file, tmp_path_factory):
 
 def test_training_is_deterministic_and_records_what_it_did(trained):
     root, settings, infos = trained
-    again = tr.train("dino", root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / "again", 1)
+    again = tr.train(
+        "dino", root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / "again", 1, "native"
+    )
     assert (root / "again" / "model.safetensors").read_bytes() == (root / "dino" / "model.safetensors").read_bytes()
     assert again["loss_by_epoch"] == infos["dino"]["loss_by_epoch"]
     assert 0 <= infos["supervised"]["test_accuracy"] <= 1 and "test_accuracy" not in infos["dino"]
     assert infos["supervised"]["steps"] == infos["dino"]["steps"] == math.ceil(60 / 16)  # one budget
     init = (root / "init" / "model.safetensors").read_bytes()
     assert init != (root / "supervised" / "model.safetensors").read_bytes()
+
+
+COMPATIBLE_TRAINING = """
+import json, sys
+from rollout_equality.runtime.prelude import prelude
+prelude(1, "compatible")  # as rule train_supervision runs it
+import torch
+from rollout_equality.studies.supervision import train as tr
+from rollout_equality.tabular import adamw
+steps, convolutions = [], []
+step = adamw.PortableAdamW.step
+adamw.PortableAdamW.step = lambda self, closure=None: steps.append(1) or step(self, closure)
+conv = torch.nn.Conv2d._conv_forward
+def traced(self, *args):
+    convolutions.append(torch.backends.mkldnn.enabled)
+    return conv(self, *args)
+torch.nn.Conv2d._conv_forward = traced
+root, settings, vit = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+info = tr.train("supervised", root + "/init", root + "/train", root + "/test", settings, vit, 3, root + "/compatible",
+                1, "compatible")
+print(json.dumps({"steps": len(steps), "onednn": sorted(set(convolutions)), "code_path": info["code_path"],
+                  "variables": info["provenance"]["code_path"]}))
+"""
+
+
+def test_the_compatible_code_path_trains_with_the_portable_update_and_without_onednn(trained):
+    """Rule train_supervision's process on the compatible path: every step is PortableAdamW's, every convolution runs
+    with oneDNN off, and training.json names the code path; a process on another path than its argument is refused."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root, settings, infos = trained
+    done = subprocess.run(
+        [sys.executable, "-c", COMPATIBLE_TRAINING, str(root), json.dumps(settings), json.dumps(TINY_VIT)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["steps"] == infos["supervised"]["steps"] and found["onednn"] == [False]
+    assert found["code_path"] == "compatible" and found["variables"]["MKL_CBWR"] == "COMPATIBLE"
+    assert infos["supervised"]["code_path"] == "native" and "family" in infos["supervised"]["cpu"]
+    with pytest.raises(RuntimeError, match="prelude"):  # this process runs the native path
+        tr.train("supervised", root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / "x", 1,
+                 "compatible")  # fmt: skip
 
 
 def test_a_trained_checkpoint_is_measured_as_any_timm_model(trained):
