@@ -76,5 +76,6 @@ rule report_supervision:
         runs=SUPERVISION_RUNS,
         knn=SUPERVISION["knn"],
         late_depth=SUPERVISION["late_depth"],
+        half_width=SUPERVISION["half_width"],
     script:
         "../scripts/report_supervision.py"
