@@ -256,7 +256,7 @@ def test_the_verdict_is_decided_on_the_intervals_across_seeds():
     _, late, contrast = _tables(REVERSED)
     verdict, against, _ = contrast_verdict(late, contrast, 0.5)
     assert verdict == "does not appear"
-    assert any("earlier than the self-supervised" in a for a in against)
+    assert any("earlier than DINO's" in a for a in against)
     assert any("layers 2, 3 the supervised models hold the condition more often" in a for a in against)
 
 
@@ -395,7 +395,7 @@ def test_the_sentences_decide_on_the_intervals_across_seeds():
     decided = text(DECIDED)
     assert "The paper's contrast appears at this scale" in decided and "97%" in decided
     assert "the late share differs by +36 points (+23 to +49)" in decided  # supervised minus DINO, paired
-    assert "half-width is 13.0 points with 3 seeds (the aim: at most 10;" in decided
+    assert "half-width is 13.0 points with 3 seeds; the aim is at most 10, which" in decided
     assert "lower at layers 2, 3; undecided at layers 0, 1" in decided
     undecided = text(UNDECIDED)
     assert "Whether the paper's contrast appears at this scale is undecided at this power" in undecided

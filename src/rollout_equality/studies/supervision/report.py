@@ -440,24 +440,15 @@ def contrast_verdict(
         undecided.append("whether most supervised failures are late (the interval spans one half)")
     later = share["side"].iloc[0]
     if later == "below":
-        against.append(
-            "the supervised failures lie earlier than the self-supervised ones (the late shares' paired "
-            "difference lies below 0)"
-        )
+        against.append("the supervised failures lie earlier than DINO's (the paired difference lies below 0)")
     elif later == "undecided":
-        undecided.append(
-            "whether the supervised failures lie later than the self-supervised ones (the late shares' "
-            "paired difference spans 0)"
-        )
+        undecided.append("whether they lie later than DINO's (the paired difference spans 0)")
     higher = rates.loc[rates["side"] == "above", "layer"].tolist()
     if higher:
         against.append(f"at {_layers(higher)} the supervised models hold the condition more often")
     late_sides = rates.loc[rates["depth"] >= late_depth, "side"]
     if not (late_sides == "below").any() and not (len(late_sides) and (late_sides == "above").all()):
-        undecided.append(
-            "whether at a late layer the supervised models hold the condition less often (no late "
-            "layer's paired difference lies below 0)"
-        )
+        undecided.append("whether they hold it less often at a late layer (no late layer's difference lies below 0)")
     verdict = "does not appear" if against else "undecided" if undecided else "appears"
     return verdict, against, undecided
 
@@ -515,12 +506,14 @@ def sentences(
             reached = half_width_of(float(share["seed_sd"]), int(share["seeds"]))
             needed = seeds_needed(float(share["seed_sd"]), half_width)
             parts.append(
-                f"Supervised minus self-supervised, seed by seed (each seed's initialisation trains both, so the "
-                f"differences are paired): the late share differs by {_points(share['difference'])} points "
-                f"({_points(share['ci_low'])} to {_points(share['ci_high'])}); the interval's half-width is "
-                f"{100 * reached:.1f} points with {int(share['seeds'])} seeds (the aim: at most {100 * half_width:g}; "
-                f"at the seeds' measured spread, {100 * share['seed_sd']:.1f} points, "
-                + (f"{needed} seeds reach it)." if needed else "no number of seeds within reach does).")
+                "Supervised minus self-supervised, seed by seed (paired: each seed's initialisation trains both), the "
+                f"late share differs by {_points(share['difference'])} points ({_points(share['ci_low'])} to "
+                f"{_points(share['ci_high'])})."
+            )
+            parts.append(
+                f"That interval's half-width is {100 * reached:.1f} points with {int(share['seeds'])} seeds; the aim "
+                f"is at most {100 * half_width:g}, which the seeds' measured spread ({100 * share['seed_sd']:.1f} "
+                + (f"points) reaches with {needed} seeds." if needed else "points) reaches with no number of seeds.")
             )
         lower, higher = (rates.loc[rates["side"] == s, "layer"].tolist() for s in ("below", "above"))
         open_ = rates.loc[rates["side"] == "undecided", "layer"].tolist()
@@ -544,7 +537,7 @@ def sentences(
             parts.append("The paper's contrast does not appear at this scale: " + "; ".join(against) + ".")
         else:
             parts.append(
-                "Whether the paper's contrast appears at this scale is undecided at this power: "
+                "Whether the paper's contrast appears at this scale is undecided at this power. Undecided: "
                 + "; ".join(undecided)
                 + "."
             )
