@@ -2,7 +2,7 @@
 compatible path, interleaved, each in a fresh process as rule train_supervision runs it.
 
     python benchmarks/supervision_cost.py [--configfile config.yaml] [--seed 0] [--objectives supervised dino]
-                                          [--epochs 2] [--repeats 2] [--threads 1]
+                                          [--epochs 2] [--repeats 2] [--threads 1] [--paths native compatible]
 
 The study's digits are prepared once as the workflow prepares them, and each path's initialisation of the seed is
 drawn once in its own process (rule init_supervision). Then, ``repeats`` times, each objective is trained on the
@@ -10,8 +10,12 @@ native path and on the compatible path, one after the other (the job prelude: th
 the compatible path's PortableAdamW), with the study's settings but ``--epochs`` epochs (the warm-up shortened to fit).
 Prints each training's wall time, CPU time (user and system, of the process: imports and the data's loading
 included) and the SHA-256 of its weights, then per objective the compatible path's wall and CPU time over the native
-path's, summed over the repeats. A measurement, not a test: on a shared machine read the CPU-time ratio (the 1-minute
-load average is printed at the start and the end).
+path's, summed over the repeats. ``--paths native`` (or ``compatible``) trains on one path only: with ``--epochs 0``
+(the study's) its weights' digest can be set beside a workflow run's checkpoint (``--threads``: another thread
+count). A measurement, not a test: on a shared machine read the CPU-time ratio (the 1-minute load average is printed
+at the start and the end).
+
+    python benchmarks/supervision_cost.py --paths native --epochs 0 --objectives supervised
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, default=2, help="epochs a training (the study's: omit with 0)")
     parser.add_argument("--repeats", type=int, default=2, help="rounds of (native, compatible) per objective")
     parser.add_argument("--threads", type=int, help="torch's threads (default: the study's)")
+    parser.add_argument("--paths", nargs="*", choices=PATHS, default=list(PATHS), help="code paths, in this order")
     args = parser.parse_args(argv)
 
     from _timing import machine
@@ -95,7 +100,8 @@ def main(argv=None) -> int:
         f"{machine()}; seed {args.seed}, {training['epochs']} epochs, {threads} thread(s), {args.configfile.name}",
         flush=True,
     )
-    totals = {(o, p): {"wall": 0.0, "cpu": 0.0} for o in args.objectives for p in PATHS}
+    paths = args.paths
+    totals = {(o, p): {"wall": 0.0, "cpu": 0.0} for o in args.objectives for p in paths}
     with tempfile.TemporaryDirectory(prefix="supervision_cost.") as tmp:
         root = Path(tmp)
         data = {}
@@ -104,12 +110,12 @@ def main(argv=None) -> int:
             data[key] = root / name
             prepare_data(name, config["datasets"][name], data[key])
         base = {"vit": section["vit"], "seed": args.seed, "threads": threads}
-        for path in PATHS:
+        for path in paths:
             run("init", {**base, "code_path": path, "out": str(root / f"init_{path}")})
         for repeat in range(args.repeats):
             for objective in args.objectives:
                 runs = {}
-                for path in PATHS:
+                for path in paths:
                     spec = {
                         **base,
                         "code_path": path,
@@ -126,12 +132,15 @@ def main(argv=None) -> int:
                     accuracy = found["info"].get("test_accuracy")
                     print(
                         f"round {repeat + 1} {objective} {path}: {found['wall']:.1f} s, {found['cpu']:.1f} CPU-s "
-                        f"(training {found['info']['seconds']:.1f} s), weights {found['weights'][:16]}"
+                        f"(training {found['info']['seconds']:.1f} s), weights {found['weights']}"
                         + (f", test accuracy {accuracy:.4f}" if accuracy is not None else ""),
                         flush=True,
                     )
-                n, c = (runs[p] for p in PATHS)
-                print(f"  compatible/native: {c['wall'] / n['wall']:.2f}x wall, {c['cpu'] / n['cpu']:.2f}x CPU")
+                if len(paths) == 2:
+                    n, c = (runs[p] for p in PATHS)
+                    print(f"  compatible/native: {c['wall'] / n['wall']:.2f}x wall, {c['cpu'] / n['cpu']:.2f}x CPU")
+    if len(paths) < 2:
+        return 0
     for objective in args.objectives:
         n, c = (totals[(objective, p)] for p in PATHS)
         print(
