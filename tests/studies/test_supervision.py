@@ -212,6 +212,8 @@ UNDECIDED = {
 }  # fmt: skip
 # The contrast reversed: the objectives' records swapped.
 REVERSED = {("dino" if o == "supervised" else "supervised", s): holds for (o, s), holds in DECIDED.items()}
+# DECIDED, but DINO fails 5 more inputs at layer 0: findings for the contrast and one against it.
+MIXED = {**DECIDED, **{("dino", s): [12 + s] + [17 + s] * 3 for s in range(3)}}
 
 
 def _tables(values):
@@ -249,15 +251,28 @@ def test_the_verdict_is_decided_on_the_intervals_across_seeds():
     from rollout_equality.studies.supervision.report import contrast_verdict
 
     _, late, contrast = _tables(DECIDED)
-    assert contrast_verdict(late, contrast, 0.5) == ("appears", [], [])
+    assert contrast_verdict(late, contrast, 0.5) == (
+        "appears",
+        [
+            "most supervised failures are late",
+            "the supervised failures lie later than DINO's",
+            "at late layers 2, 3 the supervised models hold the condition less often",
+        ],
+        [],
+        [],
+    )
     _, late, contrast = _tables(UNDECIDED)
-    verdict, against, undecided = contrast_verdict(late, contrast, 0.5)
-    assert verdict == "undecided" and not against and len(undecided) == 3
+    verdict, found, against, undecided = contrast_verdict(late, contrast, 0.5)
+    assert verdict == "undecided" and not found and not against and len(undecided) == 3
     _, late, contrast = _tables(REVERSED)
-    verdict, against, _ = contrast_verdict(late, contrast, 0.5)
-    assert verdict == "does not appear"
+    verdict, found, against, _ = contrast_verdict(late, contrast, 0.5)
+    assert verdict == "does not appear" and not found
     assert any("earlier than DINO's" in a for a in against)
     assert any("layers 2, 3 the supervised models hold the condition more often" in a for a in against)
+    _, late, contrast = _tables(MIXED)
+    verdict, found, against, undecided = contrast_verdict(late, contrast, 0.5)
+    assert verdict == "does not appear" and len(found) == 3 and not undecided
+    assert against == ["at layer 0 the supervised models hold the condition more often"]
 
 
 def test_the_study_config_names_its_models_and_refuses_bad_data_sets():
@@ -401,6 +416,10 @@ def test_the_sentences_decide_on_the_intervals_across_seeds():
     assert "Whether the paper's contrast appears at this scale is undecided at this power" in undecided
     reversed_ = text(REVERSED)
     assert "The paper's contrast does not appear at this scale" in reversed_ and "earlier" in reversed_
+    assert "For it:" not in reversed_ and "For it:" not in decided
+    mixed = text(MIXED)
+    assert "does not appear at this scale: at layer 0 the supervised models hold the condition more often." in mixed
+    assert "For it: most supervised failures are late; the supervised failures lie later than DINO's; at late" in mixed
     one = text({k: v for k, v in DECIDED.items() if k[1] == 0})
     assert "Each number below is the one seed's" in one and "undecided at this power" in one
 

@@ -412,10 +412,10 @@ def _layers(layers: Sequence[int]) -> str:
 
 def contrast_verdict(
     late: pd.DataFrame, contrast: pd.DataFrame, late_depth: float, token_set: str = "content"
-) -> tuple[str, list[str], list[str]]:
+) -> tuple[str, list[str], list[str], list[str]]:
     """Whether the paper's contrast appears, decided on the intervals across seeds (``token_set``'s rows of
     :func:`late_table` and :func:`contrast_table`): ``appears``, ``does not appear`` or ``undecided``, with the
-    findings against it and the questions left undecided. Its four parts:
+    decided findings in its favour, those against it and the questions left undecided. Its four parts:
 
     * most supervised failures are late: the supervised late share's interval above one half (below: against);
     * the supervised failures lie later than the self-supervised ones: the paired difference of the late shares
@@ -432,25 +432,32 @@ def contrast_verdict(
     rates = rows[rows["statistic"] == "rate"]
     if sup.empty or share.empty:
         raise ValueError("contrast_verdict needs the supervised and the self-supervised (DINO) models")
-    against, undecided = [], []
+    found, against, undecided = [], [], []
     majority = side(float(sup["ci_low"].iloc[0]), float(sup["ci_high"].iloc[0]), 0.5)
-    if majority == "below":
+    if majority == "above":
+        found.append("most supervised failures are late")
+    elif majority == "below":
         against.append("fewer than half of the supervised failures are late (the interval lies below one half)")
     elif majority == "undecided":
         undecided.append("whether most supervised failures are late (the interval spans one half)")
     later = share["side"].iloc[0]
-    if later == "below":
+    if later == "above":
+        found.append("the supervised failures lie later than DINO's")
+    elif later == "below":
         against.append("the supervised failures lie earlier than DINO's (the paired difference lies below 0)")
     elif later == "undecided":
         undecided.append("whether they lie later than DINO's (the paired difference spans 0)")
     higher = rates.loc[rates["side"] == "above", "layer"].tolist()
     if higher:
         against.append(f"at {_layers(higher)} the supervised models hold the condition more often")
-    late_sides = rates.loc[rates["depth"] >= late_depth, "side"]
-    if not (late_sides == "below").any() and not (len(late_sides) and (late_sides == "above").all()):
+    late_rates = rates[rates["depth"] >= late_depth]
+    lower = late_rates.loc[late_rates["side"] == "below", "layer"].tolist()
+    if lower:
+        found.append(f"at late {_layers(lower)} the supervised models hold the condition less often")
+    elif not (len(late_rates) and (late_rates["side"] == "above").all()):
         undecided.append("whether they hold it less often at a late layer (no late layer's difference lies below 0)")
     verdict = "does not appear" if against else "undecided" if undecided else "appears"
-    return verdict, against, undecided
+    return verdict, found, against, undecided
 
 
 def sentences(
@@ -465,7 +472,8 @@ def sentences(
     interval across seeds (:data:`LEVEL`): whether each model learned, the rates of the objectives on content tokens
     at the last layer, where the failures are, the paired contrast of supervised and self-supervised with the
     half-width it reached against ``half_width`` (and the seeds its measured spread needs for that), and whether
-    that is the paper's contrast (:func:`contrast_verdict`), or undecided at this power."""
+    that is the paper's contrast (:func:`contrast_verdict`), or undecided at this power; short of ``appears``, the
+    decided findings for it and the questions left undecided follow."""
     by = scores.groupby("objective")
     parts = []
     if "supervised" in by.groups:
@@ -526,7 +534,7 @@ def sentences(
             "The supervised rate on content tokens against the self-supervised one, layer by layer (the paired "
             "difference's interval): " + "; ".join(p for p in per_layer if p) + "."
         )
-        verdict, against, undecided = contrast_verdict(late, contrast, late_depth)
+        verdict, found, against, undecided = contrast_verdict(late, contrast, late_depth)
         if verdict == "appears":
             parts.append(
                 "The paper's contrast appears at this scale: most supervised failures are late, later than the "
@@ -536,11 +544,11 @@ def sentences(
         elif verdict == "does not appear":
             parts.append("The paper's contrast does not appear at this scale: " + "; ".join(against) + ".")
         else:
-            parts.append(
-                "Whether the paper's contrast appears at this scale is undecided at this power. Undecided: "
-                + "; ".join(undecided)
-                + "."
-            )
+            parts.append("Whether the paper's contrast appears at this scale is undecided at this power.")
+        if verdict != "appears":
+            parts += [
+                f"{head}: {'; '.join(items)}." for head, items in [("For it", found), ("Undecided", undecided)] if items
+            ]
     return " ".join(parts) + "\n"
 
 
