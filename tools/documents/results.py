@@ -464,7 +464,7 @@ def supervision_values() -> dict[str, str]:
             "local views seen by the student"
         ),
         "sup_batch": str(training["batch_size"]),
-        "sup_cpu": minutes(float(pd.read_csv(kept / "benchmarks.csv")["cpu_time"].sum()))
+        "sup_cpu": f"{minutes(benchmark_cpu_seconds('supervision_offline'))} of CPU time"
         + (" on a shared machine" if shared_times("supervision_offline") else ""),
         "sup_machine": json.loads((OFFLINE / ENVIRONMENTS["supervision_offline"]).read_text())["cpu"],
         "sup_half_width": f"{100 * section['half_width']:g}",
