@@ -202,8 +202,9 @@ def write_environment(path: Path, shared: bool = False) -> None:
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "lock": lock_digest(LOCK),
         "departures_from_the_lock": differences(read_pins(LOCK), read_pins(REPO / "requirements/offline-data.txt")),
-        **({"shared_machine": True} if shared else {}),
     }
+    if shared:
+        record["shared_machine"] = True
     path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"machine and environment -> {path}")
 
