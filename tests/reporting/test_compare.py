@@ -378,3 +378,78 @@ def test_the_seed_spread_leaves_out_rows_without_the_value():
     )
     s, df = seed_spread(table, "test_accuracy", [frame], ())
     assert df == 2 and s == pytest.approx(0.01)
+
+
+# The supervision study's tables: a trained model's rows are tested by its checkpoints.
+STUDY_N = 200
+"""Inputs of the hand-built study: each model's rate at a layer is a count of these."""
+STUDY = {  # (objective, seed): each of 3 layers' count of holding inputs; the seeds spread by 20 at layer 2
+    **{("supervised", s): [180 + s, 150 - 2 * s, 60 + 20 * s] for s in range(4)},
+    **{("dino", s): [170 + s, 160 + s, 150 + 15 * s] for s in range(4)},
+}
+
+
+def study_folder(folder: Path, holds: dict, weights: dict) -> Path:
+    """A supervision study's tables folder (the tables report_supervision writes from records, and its checkpoints
+    table) from hand-built head-averaged records: ``holds[(objective, seed)]`` per layer, ``weights[(objective,
+    seed)]`` its weights' SHA-256."""
+    from rollout_equality.studies.supervision.report import seed_tables
+
+    folder.mkdir()
+    records = pd.DataFrame(
+        [
+            {"model": f"supervision_{o}_s{s}", "dataset": "digits_test", "input_id": f"i{i}", "token_set": "content",
+             "layer": layer, "n_layers": len(counts), "holds": i < k, "holds_direct": i < k, "seed": None}
+            for (o, s), counts in holds.items()
+            for layer, k in enumerate(counts)
+            for i in range(STUDY_N)
+        ]
+    )  # fmt: skip
+    tables = {"model_rates": with_seeds(model_rates(records), records), "depth_rates": depth_rates(records)}
+    runs = {f"supervision_{o}_s{s}": (o, s) for o, s in holds}
+    across = seed_tables(tables["depth_rates"], runs, 0.5)
+    across.pop("counts")
+    tables.update(across)
+    tables["supervision_checkpoints"] = pd.DataFrame(
+        [
+            {"model": f"supervision_{o}_s{s}", "objective": o, "seed": s, "file": "model.safetensors",
+             "bytes": 1000, "sha256": sha, "code_path": "compatible", "cpu": "a CPU"}
+            for (o, s), sha in weights.items()
+        ]
+    )  # fmt: skip
+    for name, df in tables.items():
+        write_csv(df, folder / f"{name}.csv")
+    return folder
+
+
+def test_a_retrained_model_is_another_draw_and_the_same_checkpoint_the_same_model(tmp_path):
+    """Seed 1's supervised model moved by 50 of 200 inputs at layer 2, within its seeds' spread (20 apart): with
+    the same checkpoints in both runs that is a different measurement of one model (Fisher); with checkpoints that
+    differ it is another draw of the training, within the seeds' spread. Each row's line says which test applied."""
+    weights = {key: f"{i:064x}" for i, key in enumerate(STUDY)}
+    kept = study_folder(tmp_path / "kept", STUDY, weights)
+    moved = {**STUDY, ("supervised", 1): [181, 148, 80 + 50]}
+    same = compare(kept, study_folder(tmp_path / "same", moved, weights))
+    draw = compare(kept, study_folder(tmp_path / "draw", moved, {**weights, ("supervised", 1): "f" * 64}))
+    key = ("supervision_supervised_s1", "digits_test", "content", "2")
+    (row_same,) = [r for r in same.rows if r.table == "depth_rates" and r.key == key]
+    (row_draw,) = [r for r in draw.rows if r.table == "depth_rates" and r.key == key]
+    assert row_same.draw == "same model" and row_same.verdict == "different" and "Fisher" in row_same.line()
+    assert "[same checkpoints: tested as the same model]" in row_same.line()
+    assert row_draw.draw == "retrained" and row_draw.verdict == "within uncertainty"
+    assert "[retrained: checkpoints differ, tested against the seeds' spread]" in row_draw.line()
+    assert "the spread of the other supervised seeds" in row_draw.line() and "Fisher" not in row_draw.line()
+    # the objective's mean over its 4 seeds (1 retrained) against its seeds' spread; the other objective untouched
+    (late,) = [r for r in draw.rows if r.table == "supervision_late" and r.key == ("supervised", "content")]
+    assert late.draw == "retrained" and late.verdict == "within uncertainty" and "1 of 4 retrained" in late.line()
+    (dino,) = [r for r in draw.rows if r.table == "supervision_late" and r.key == ("dino", "content")]
+    assert dino.draw == "same model" and dino.verdict == "identical"
+    (contrast,) = [r for r in draw.rows if r.table == "supervision_contrast" and r.key == ("content", "late share", "")]
+    assert contrast.draw == "retrained" and contrast.verdict == "within uncertainty"
+    assert draw.status == 0 and same.status == 1
+    assert "trained models' rows:" in draw.report() and "of retrained ones" in draw.report()
+    # a retrained model far outside its seeds' spread is still different (layer 0: the seeds 1 of 200 apart)
+    far = compare(kept, study_folder(tmp_path / "far", {**STUDY, ("supervised", 1): [141, 148, 80]},
+                                     {**weights, ("supervised", 1): "f" * 64}))  # fmt: skip
+    (row_far,) = [r for r in far.rows if r.table == "depth_rates" and r.key == (*key[:3], "0")]
+    assert row_far.draw == "retrained" and row_far.verdict == "different"

@@ -1,6 +1,7 @@
 """The generator of the documents (tools.documents): the schema walker, the template filler, the wording of
 numbers, ``--copy`` of a run's kept outputs and the command line. tests/repository/test_docs.py checks the documents it wrote."""
 
+import json
 import re
 
 import pandas as pd
@@ -138,9 +139,10 @@ def test_wording_of_numbers():
 
 
 @pytest.mark.parametrize("target", sorted(kept.COPIED))
-def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path):
+def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path, monkeypatch):
     """--copy TARGET --source CHECKOUT: the kept files come back from a checkout laid out as a run leaves them, its
-    benchmark files become one table; with one file missing nothing is copied and the message names it."""
+    benchmark files become one table; with one file missing nothing is copied and the message names it; a run whose
+    steps waited for cores is refused, or kept marked as a shared machine's with --shared."""
     files, benchmarks = kept.run_files(target, kept.read_config())
     run, offline = tmp_path / "run", tmp_path / "kept"
 
@@ -173,6 +175,14 @@ def test_copy_keeps_a_runs_outputs_and_its_benchmarks(target, tmp_path):
     with pytest.raises(SystemExit, match=re.escape(f"{steps['step'].iloc[1]} took 40.0 s on 20.0 s of CPU")):
         kept.copy_kept(target, run, tmp_path / "again")
     assert not (tmp_path / "again").exists()
+    # --shared: the run is kept, its environment marked as a shared machine's (the quiet copy's is not)
+    kept.copy_kept(target, run, tmp_path / "shared", shared=True)
+    environment = kept.ENVIRONMENTS.get(target, kept.ENVIRONMENT)
+    assert "shared_machine" not in json.loads((offline / environment).read_text())
+    assert json.loads((tmp_path / "shared" / environment).read_text())["shared_machine"] is True
+    for folder, shared in ((offline, False), (tmp_path / "shared", True)):
+        monkeypatch.setattr(kept, "OFFLINE", folder)
+        assert kept.shared_times(target) is shared
 
 
 def test_a_step_that_waited_for_cores_is_named_and_one_on_its_own_threads_is_not():

@@ -47,8 +47,8 @@ def test_every_rule_runs_the_prelude_first_but_the_downloads(rule):
         "train_ftt": ["snakemake.params.training['threads']", "snakemake.params.training['code_path']"],
         "measure_ftt": ["snakemake.params.training['threads']", "snakemake.params.training['code_path']"],
         "unroll_albert": ["snakemake.params.threads", "snakemake.params.code_path"],
-        "init_supervision": ["snakemake.params.threads"],  # the study's torch threads (config supervision.threads)
-        "train_supervision": ["snakemake.params.threads"],
+        "init_supervision": ["snakemake.params.threads", "snakemake.params.code_path"],  # config supervision's
+        "train_supervision": ["snakemake.params.threads", "snakemake.params.code_path"],
         "report_supervision": ["1"],  # the k-NN's small forward passes, on one thread
     }
     assert arguments == fixed.get(rule, ["snakemake.threads"]), arguments

@@ -5,6 +5,7 @@ import copy
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from conftest import REPO
@@ -152,13 +153,126 @@ def test_knn_accuracy_of_a_hand_built_case():
 def test_the_late_share_counts_failures_at_late_layers():
     import pandas as pd
 
+    from rollout_equality.studies.supervision.report import seed_counts, seeds_table
+
     rows = [  # 3 layers: depths 0, 0.5, 1
-        {"objective": "dino", "token_set": "content", "layer": layer, "n_layers": 3, "holds": holds}
+        {"model": "m", "objective": "dino", "seed": 0, "token_set": "content", "layer": layer, "n_layers": 3,
+         "holds": holds}
         for layer, holds in [(0, False), (1, False), (2, False), (2, True), (0, True)]
-    ]
-    late = late_table(pd.DataFrame(rows), 0.5).iloc[0]
+    ]  # fmt: skip
+    late = seeds_table(seed_counts(pd.DataFrame(rows)), 0.5).iloc[0]
     assert (late["pairs"], late["failures"], late["late_failures"]) == (5, 3, 2)
     assert late["share"] == pytest.approx(2 / 3)
+    assert late["ci_low"] < 2 / 3 < late["ci_high"]  # the model's own Wilson interval
+
+
+def test_across_seeds_is_the_t_interval_of_the_seeds_mean():
+    from scipy import stats
+
+    from rollout_equality.studies.supervision.report import across_seeds, seeds_needed, side
+
+    summary = across_seeds([0.40, 0.50, 0.60, np.nan])  # a seed without failures has no late share: left out
+    half = stats.t.ppf(0.975, 2) * 0.1 / math.sqrt(3)  # sd of 0.4, 0.5, 0.6 is 0.1
+    assert summary["seeds"] == 3 and summary["mean"] == pytest.approx(0.5) and summary["seed_sd"] == pytest.approx(0.1)
+    assert (summary["ci_low"], summary["ci_high"]) == pytest.approx((0.5 - half, 0.5 + half))
+    assert (summary["seed_low"], summary["seed_high"]) == pytest.approx((0.4, 0.6))
+    one = across_seeds([0.3])  # one seed: its spread is unknown, so is the interval
+    assert one["mean"] == 0.3 and math.isnan(one["ci_low"]) and side(one["ci_low"], one["ci_high"]) == "undecided"
+    assert (side(0.1, 0.2), side(-0.2, -0.1), side(-0.1, 0.1)) == ("above", "below", "undecided")
+    assert side(0.55, 0.7, 0.5) == "above"
+    # ±10 points at a spread of 10 points: t(n − 1) · 0.1 / √n ≤ 0.1 from n = 7 (2.447 / √7 = 0.925; n = 6: 1.049)
+    assert seeds_needed(0.1, 0.1) == 7 and seeds_needed(0.05, 0.1) == 4 and seeds_needed(float("nan"), 0.1) is None
+
+
+def _seeded(values: dict, n: int = 20) -> pd.DataFrame:
+    """Hand-built head-averaged records: ``values[(objective, seed)]`` lists each layer's count of holding inputs
+    (of ``n``, content tokens)."""
+    import pandas as pd
+
+    rows = [
+        {"model": f"{o}{seed}", "objective": o, "seed": seed, "token_set": "content", "layer": layer,
+         "n_layers": len(holds), "holds": i < k}
+        for (o, seed), holds in values.items()
+        for layer, k in enumerate(holds)
+        for i in range(n)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+# Three seeds, four layers (depths 0, 1/3, 2/3, 1: the last two late), 20 inputs each. DECIDED: the supervised models
+# fail late, DINO rarely and evenly, and a seed moves both alike (paired).
+DECIDED = {
+    **{("supervised", s): [17 + s, 17 + s, 8 + s, 6 + s] for s in range(3)},
+    **{("dino", s): [17 + s] * 4 for s in range(3)},
+}
+# About the same means, but the seeds disagree so much that nothing is decided.
+UNDECIDED = {
+    ("supervised", 0): [18, 18, 4, 2], ("supervised", 1): [8, 6, 18, 18], ("supervised", 2): [18, 17, 10, 9],
+    ("dino", 0): [10, 12, 18, 18], ("dino", 1): [18, 18, 8, 6], ("dino", 2): [16, 16, 15, 16],
+}  # fmt: skip
+# The contrast reversed: the objectives' records swapped.
+REVERSED = {("dino" if o == "supervised" else "supervised", s): holds for (o, s), holds in DECIDED.items()}
+# DECIDED, but DINO fails 5 more inputs at layer 0: findings for the contrast and one against it.
+MIXED = {**DECIDED, **{("dino", s): [12 + s] + [17 + s] * 3 for s in range(3)}}
+
+
+def _tables(values):
+    from rollout_equality.studies.supervision.report import (
+        contrast_table,
+        depth_table,
+        seed_counts,
+        seeds_table,
+    )
+
+    counts = seed_counts(_seeded(values))
+    seeds = seeds_table(counts, 0.5)
+    return depth_table(counts), late_table(seeds), contrast_table(counts, seeds)
+
+
+def test_the_contrast_is_paired_seed_by_seed():
+    depth, late, contrast = _tables(DECIDED)
+    share = contrast[contrast["statistic"] == "late share"].iloc[0]
+    # a supervised seed s fails 3 - s + 3 - s early and 12 - s + 14 - s late; a DINO seed 3 - s at every layer
+    sup = np.array([(26 - 2 * s) / (32 - 4 * s) for s in range(3)])
+    differences = sup - 0.5
+    assert share["seeds"] == 3 and share["difference"] == pytest.approx(differences.mean())
+    assert share["seed_sd"] == pytest.approx(differences.std(ddof=1)) and share["side"] == "above"
+    last = contrast[(contrast["statistic"] == "rate") & (contrast["layer"] == 3)].iloc[0]
+    assert last["difference"] == pytest.approx(-11 / 20) and last["seed_sd"] == pytest.approx(0, abs=1e-12)
+    assert last["side"] == "below"
+    row = late[(late["objective"] == "supervised")].iloc[0]
+    assert row["share"] == pytest.approx(sup.mean()) and row["failures"] == sum(32 - 4 * s for s in range(3))
+    top = depth[(depth["objective"] == "dino") & (depth["layer"] == 0)].iloc[0]
+    assert (top["seeds"], top["pairs"], top["holds"], top["rate"]) == (3, 60, 54, pytest.approx(54 / 60))
+    assert (top["seed_low"], top["seed_high"]) == pytest.approx((17 / 20, 19 / 20))
+
+
+def test_the_verdict_is_decided_on_the_intervals_across_seeds():
+    from rollout_equality.studies.supervision.report import contrast_verdict
+
+    _, late, contrast = _tables(DECIDED)
+    assert contrast_verdict(late, contrast, 0.5) == (
+        "appears",
+        [
+            "most supervised failures are late",
+            "the supervised failures lie later than DINO's",
+            "at late layers 2, 3 the supervised models hold the condition less often",
+        ],
+        [],
+        [],
+    )
+    _, late, contrast = _tables(UNDECIDED)
+    verdict, found, against, undecided = contrast_verdict(late, contrast, 0.5)
+    assert verdict == "undecided" and not found and not against and len(undecided) == 3
+    _, late, contrast = _tables(REVERSED)
+    verdict, found, against, _ = contrast_verdict(late, contrast, 0.5)
+    assert verdict == "does not appear" and not found
+    assert any("earlier than DINO's" in a for a in against)
+    assert any("layers 2, 3 the supervised models hold the condition more often" in a for a in against)
+    _, late, contrast = _tables(MIXED)
+    verdict, found, against, undecided = contrast_verdict(late, contrast, 0.5)
+    assert verdict == "does not appear" and len(found) == 3 and not undecided
+    assert against == ["at layer 0 the supervised models hold the condition more often"]
 
 
 def test_the_study_config_names_its_models_and_refuses_bad_data_sets():
@@ -187,9 +301,9 @@ def trained(digits_file, tmp_path_factory):
     settings = copy.deepcopy(CONFIG["supervision"]["training"])
     settings.update(epochs=1, batch_size=16, warmup_epochs=1)
     settings["dino"].update(hidden=32, bottleneck=8, out_dim=16)
-    tr.write_init(TINY_VIT, 3, root / "init", threads=1)
+    tr.write_init(TINY_VIT, 3, root / "init", threads=1, code_path="native")
     infos = {
-        o: tr.train(o, root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / o, threads=1)
+        o: tr.train(o, root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / o, 1, "native")
         for o in ("supervised", "dino")
     }
     return root, settings, infos
@@ -197,13 +311,63 @@ def trained(digits_file, tmp_path_factory):
 
 def test_training_is_deterministic_and_records_what_it_did(trained):
     root, settings, infos = trained
-    again = tr.train("dino", root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / "again", 1)
+    again = tr.train(
+        "dino", root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / "again", 1, "native"
+    )
     assert (root / "again" / "model.safetensors").read_bytes() == (root / "dino" / "model.safetensors").read_bytes()
     assert again["loss_by_epoch"] == infos["dino"]["loss_by_epoch"]
     assert 0 <= infos["supervised"]["test_accuracy"] <= 1 and "test_accuracy" not in infos["dino"]
     assert infos["supervised"]["steps"] == infos["dino"]["steps"] == math.ceil(60 / 16)  # one budget
     init = (root / "init" / "model.safetensors").read_bytes()
     assert init != (root / "supervised" / "model.safetensors").read_bytes()
+
+
+COMPATIBLE_TRAINING = """
+import json, sys
+from rollout_equality.runtime.prelude import prelude
+prelude(1, "compatible")  # as rule train_supervision runs it
+import torch
+from rollout_equality.studies.supervision import train as tr
+from rollout_equality.tabular import adamw
+steps, convolutions = [], []
+step = adamw.PortableAdamW.step
+adamw.PortableAdamW.step = lambda self, closure=None: steps.append(1) or step(self, closure)
+conv = torch.nn.Conv2d._conv_forward
+def traced(self, *args):
+    convolutions.append(torch.backends.mkldnn.enabled)
+    return conv(self, *args)
+torch.nn.Conv2d._conv_forward = traced
+root, settings, vit = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+info = tr.train("supervised", root + "/init", root + "/train", root + "/test", settings, vit, 3, root + "/compatible",
+                1, "compatible")
+print(json.dumps({"steps": len(steps), "onednn": sorted(set(convolutions)), "code_path": info["code_path"],
+                  "variables": info["provenance"]["code_path"]}))
+"""
+
+
+def test_the_compatible_code_path_trains_with_the_portable_update_and_without_onednn(trained):
+    """Rule train_supervision's process on the compatible path: every step is PortableAdamW's, every convolution runs
+    with oneDNN off, and training.json names the code path; a process on another path than its argument is refused."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root, settings, infos = trained
+    done = subprocess.run(
+        [sys.executable, "-c", COMPATIBLE_TRAINING, str(root), json.dumps(settings), json.dumps(TINY_VIT)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["steps"] == infos["supervised"]["steps"] and found["onednn"] == [False]
+    assert found["code_path"] == "compatible" and found["variables"]["MKL_CBWR"] == "COMPATIBLE"
+    assert infos["supervised"]["code_path"] == "native" and "family" in infos["supervised"]["cpu"]
+    with pytest.raises(RuntimeError, match="prelude"):  # this process runs the native path
+        tr.train("supervised", root / "init", root / "train", root / "test", settings, TINY_VIT, 3, root / "x", 1,
+                 "compatible")  # fmt: skip
 
 
 def test_a_trained_checkpoint_is_measured_as_any_timm_model(trained):
@@ -224,76 +388,92 @@ def test_a_trained_checkpoint_is_measured_as_any_timm_model(trained):
             assert special.tolist() == [True] + [False] * 16
 
 
-def _records(rates_by_objective, n=400):
-    """Synthetic head-averaged records: per objective and layer (3 layers), ``n`` inputs of which the first
-    ``rate × n`` hold, one seed, content tokens."""
+def test_the_sentences_decide_on_the_intervals_across_seeds():
     import pandas as pd
 
-    rows = [
-        {"objective": o, "seed": 0, "token_set": "content", "layer": layer, "n_layers": 3, "holds": i < rate * n}
-        for o, rates in rates_by_objective.items()
-        for layer, rate in enumerate(rates)
-        for i in range(n)
-    ]
-    return pd.DataFrame(rows)
-
-
-def test_the_sentences_say_whether_the_papers_contrast_appears():
-    import pandas as pd
-
-    from rollout_equality.studies.supervision.report import depth_table, sentences
+    from rollout_equality.studies.supervision.report import sentences
 
     scores = pd.DataFrame(
         {
-            "model": ["s", "d", "c"],
-            "objective": ["supervised", "dino", "init"],
-            "seed": [0, 0, 0],
-            "n_test": [400] * 3,
-            "test_accuracy": [0.97, np.nan, np.nan],
-            "knn_accuracy": [0.96, 0.9, 0.5],
+            "model": ["s", "d"],
+            "objective": ["supervised", "dino"],
+            "seed": [0, 0],
+            "n_test": [20, 20],
+            "test_accuracy": [0.97, np.nan],
+            "knn_accuracy": [0.96, 0.9],
         }
     )
-    paper = _records({"supervised": [1.0, 0.9, 0.3], "dino": [1.0, 1.0, 1.0], "init": [0.3, 0.3, 0.3]})
-    text = sentences(depth_table(paper), late_table(paper, 0.5), scores, 0.5)
-    assert "The paper's contrast appears at this scale" in text and "97%" in text
-    reversed_ = _records({"supervised": [1.0, 1.0, 1.0], "dino": [1.0, 0.9, 0.3], "init": [0.3, 0.3, 0.3]})
-    text = sentences(depth_table(reversed_), late_table(reversed_, 0.5), scores, 0.5)
-    assert "does not appear" in text and "no late layer where the supervised rate lies below" in text
-    early = _records({"supervised": [0.3, 0.9, 0.95], "dino": [1.0, 1.0, 1.0], "init": [0.3, 0.3, 0.3]})
-    text = sentences(depth_table(early), late_table(early, 0.5), scores, 0.5)
-    assert "does not appear" in text and "no majority of late layers among the supervised failures" in text
+
+    def text(values):
+        return sentences(*_tables(values), scores, 0.5, 0.1)
+
+    decided = text(DECIDED)
+    assert "The paper's contrast appears at this scale" in decided and "97%" in decided
+    assert "the late share differs by +36 points (+23 to +49)" in decided  # supervised minus DINO, paired
+    assert "half-width is 13.0 points with 3 seeds; the aim is at most 10, which" in decided
+    assert "lower at layers 2, 3; undecided at layers 0, 1" in decided
+    undecided = text(UNDECIDED)
+    assert "Whether the paper's contrast appears at this scale is undecided at this power" in undecided
+    reversed_ = text(REVERSED)
+    assert "The paper's contrast does not appear at this scale" in reversed_ and "earlier" in reversed_
+    assert "For it:" not in reversed_ and "For it:" not in decided
+    mixed = text(MIXED)
+    assert "does not appear at this scale: at layer 0 the supervised models hold the condition more often." in mixed
+    assert "For it: most supervised failures are late; the supervised failures lie later than DINO's; at late" in mixed
+    one = text({k: v for k, v in DECIDED.items() if k[1] == 0})
+    assert "Each number below is the one seed's" in one and "undecided at this power" in one
 
 
 def test_the_study_writes_the_tables_compare_reads(trained):
     """Each of the study's tables has the header `rollout-equality compare` expects (reporting.compare.TABLES), from
-    real checkpoints (the scores) and records (the rest)."""
+    real checkpoints (the scores and checkpoints) and records (the rest); the tables across seeds are the same from
+    the records as from their depth_rates."""
     import pandas as pd
 
-    from rollout_equality.reporting.compare import TABLES
-    from rollout_equality.studies.supervision.report import depth_table, head_table, scores_table
+    from rollout_equality.reporting.compare import TABLES, read_checkpoints
+    from rollout_equality.reporting.stats import depth_rates
+    from rollout_equality.reporting.writers import write_csv
+    from rollout_equality.studies.supervision.report import (
+        checkpoints_table,
+        contrast_table,
+        depth_table,
+        head_table,
+        scores_table,
+        seed_counts,
+        seed_tables,
+        seeds_table,
+    )
 
     root, _, _ = trained
     runs = [{"objective": o, "seed": 3} for o in ("init", "supervised", "dino")]
-    scores = scores_table(
-        ["a", "b", "c"],
-        runs,
-        [root / "init", root / "supervised", root / "dino"],
-        root / "train",
-        root / "test",
-        {"k": 5, "temperature": 0.07},
-    )
+    folders = [root / "init", root / "supervised", root / "dino"]
+    scores = scores_table(["a", "b", "c"], runs, folders, root / "train", root / "test", {"k": 5, "temperature": 0.07})
     assert scores["n_train"].tolist() == [60] * 3 and scores["knn_accuracy"].between(0, 1).all()
-    records = _records({"supervised": [1.0, 0.5, 0.2], "dino": [1.0, 1.0, 0.9]}).assign(
-        model="m", head=np.nan, fusion="max"
-    )
-    heads = pd.concat([records, records.assign(head=1.0, fusion=None)], ignore_index=True)
+    checkpoints = checkpoints_table(["a", "b", "c"], runs, folders)
+    assert set(checkpoints["code_path"]) == {"native"} and checkpoints["cpu"].str.contains("family").all()
+    write_csv(checkpoints, root / "supervision_checkpoints.csv")
+    assert {m: (o, seed) for m, (o, seed, _) in read_checkpoints(root).items()} == {
+        "a": ("init", "3"),
+        "b": ("supervised", "3"),
+        "c": ("dino", "3"),
+    }
+    records = _seeded(DECIDED).assign(dataset="d", input_id=lambda f: f.index % 20, holds_direct=lambda f: f["holds"])
+    counts = seed_counts(records)
+    seeds = seeds_table(counts, 0.5)
+    heads = pd.concat([records.assign(head=np.nan, fusion="max"), records.assign(head=1.0, fusion=None)])
     written = {
-        "supervision_depth": depth_table(records),
+        "supervision_depth": depth_table(counts),
         "supervision_heads": head_table(heads),
-        "supervision_late": late_table(records, 0.5),
+        "supervision_seeds": seeds,
+        "supervision_late": late_table(seeds),
+        "supervision_contrast": contrast_table(counts, seeds),
         "supervision_scores": scores,
     }
     assert {n: tuple(df.columns) for n, df in written.items()} == {
         n: t.columns for n, t in TABLES.items() if n.startswith("supervision_")
     }
     assert set(written["supervision_heads"]["attention"]) == {"per head", "max"}
+    runs_by_model = {m: (o, s) for m, o, s in records[["model", "objective", "seed"]].drop_duplicates().to_numpy()}
+    derived = seed_tables(depth_rates(records), runs_by_model, 0.5)
+    for name in ("supervision_depth", "supervision_seeds", "supervision_late", "supervision_contrast"):
+        pd.testing.assert_frame_equal(derived[name], written[name], check_dtype=False)

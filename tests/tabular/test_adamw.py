@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import REPO
 
-from rollout_equality.tabular.adamw import PortableAdamW
+from rollout_equality.tabular.adamw import PortableAdamW, for_code_path
 from rollout_equality.tabular.ftt import make_optimizer
 
 CAPABILITIES = ("default", "avx2", "avx512")
@@ -20,7 +20,7 @@ WORKER = """
 import json, sys
 import numpy as np, torch
 from rollout_equality.runtime import digests
-from rollout_equality.tabular.adamw import PortableAdamW
+from rollout_equality.tabular.adamw import PortableAdamW, for_code_path
 
 kind, threads = sys.argv[1], int(sys.argv[2])
 torch.set_num_threads(threads)
@@ -94,3 +94,17 @@ def test_the_compatible_code_path_chooses_the_portable_update_on_the_cpu_only():
         make_optimizer(model, "fast", "cpu")
     with pytest.raises(TypeError, match="AMSGrad"):
         PortableAdamW.like(torch.optim.AdamW(model.parameters(), amsgrad=True))
+
+
+def test_any_adamw_runs_on_its_code_path_with_its_parameters_in_the_models_order():
+    """The supervision study's optimiser: one AdamW over a ViT's and a head's parameters, listed in another order."""
+    model = torch.nn.ModuleDict({"vit": torch.nn.Linear(4, 3), "head": torch.nn.Sequential(torch.nn.Linear(3, 2))})
+    order = [name for name, _ in model.named_parameters()]
+    shuffled = list(reversed(list(model.parameters())))
+    for path, kind in (("native", torch.optim.AdamW), ("compatible", PortableAdamW)):
+        optimizer = for_code_path(torch.optim.AdamW(shuffled, lr=1e-3, weight_decay=0.05), model, path)
+        assert type(optimizer) is kind and optimizer.param_groups[0]["weight_decay"] == 0.05
+        names = {p: n for n, p in model.named_parameters()}
+        assert [names[p] for p in optimizer.param_groups[0]["params"]] == order
+    with pytest.raises(ValueError, match="does not hold"):
+        for_code_path(torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))]), model, "compatible")

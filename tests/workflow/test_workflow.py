@@ -982,6 +982,7 @@ def test_supervision_offline_trains_measures_and_reports_the_tiny_study(tmp_path
     checkpoints = pd.read_csv(tables / "supervision_checkpoints.csv")
     assert set(checkpoints["file"]) == {"config.json", "model.safetensors", "training.json"}
     assert len(checkpoints) == 9 and checkpoints["sha256"].str.fullmatch("[0-9a-f]{64}").all()
+    assert set(checkpoints["code_path"]) == {"compatible"} and (checkpoints["cpu"].str.len() > 0).all()
     info = json.loads((tmp_path / "resources/models/supervision_dino_s0/model.json").read_text())
     assert info["source"] == "local" and "training.json" in info["files"]
     assert (tmp_path / "results/records/supervision_dino_s0/digits_test.heads.parquet").is_file()
@@ -991,7 +992,9 @@ def test_supervision_offline_trains_measures_and_reports_the_tiny_study(tmp_path
         "depth_rates",
         "supervision_depth",
         "supervision_heads",
+        "supervision_seeds",
         "supervision_late",
+        "supervision_contrast",
         "supervision_scores",
     }
     assert (tmp_path / "paper/figures/supervision/depth.png").stat().st_size > 5000

@@ -22,11 +22,16 @@ def main(argv: list[str] | None = None) -> int:
         help=f"copy the kept outputs of these targets (all: {', '.join(COPIED)}) into docs/offline/ first",
     )
     parser.add_argument("--source", type=Path, default=REPO, help="the checkout whose run --copy reads (this one)")
+    parser.add_argument(
+        "--shared",
+        action="store_true",
+        help="--copy a run whose steps waited for cores (a shared machine): its times are kept marked as such",
+    )
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a generated document is stale")
     args = parser.parse_args(argv)
     if args.copy is not None:
         for target in args.copy or COPIED:
-            copy_kept(target, args.source.resolve())
+            copy_kept(target, args.source.resolve(), shared=args.shared)
     if args.check:
         stale = documents.stale()
         if stale:

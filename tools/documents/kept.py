@@ -142,10 +142,12 @@ def run_files(target: str, config: dict) -> tuple[dict[str, str], list[str]]:
     return files, benchmarks
 
 
-def copy_kept(target: str, source: Path, offline: Path = OFFLINE) -> None:
+def copy_kept(target: str, source: Path, offline: Path = OFFLINE, shared: bool = False) -> None:
     """Copy the kept outputs of ``target`` (:data:`COPIED`, :data:`BENCHMARKS`) from a checkout ``source`` that ran
     it with the default config into ``offline``; nothing is copied when one of them is missing, or when a step of the
-    run waited for cores (:func:`shared_steps`: its times would not be the machine's)."""
+    run waited for cores (:func:`shared_steps`: its times would not be the machine's) unless ``shared`` says the
+    machine was shared: then its benchmarks are kept marked so (:func:`write_environment`), and the documents say
+    that their times are a shared machine's."""
     files, benchmarks = run_files(target, read_config())
     missing = [str(source / path) for path in [*files.values(), *benchmarks] if not (source / path).is_file()]
     if missing:
@@ -155,11 +157,12 @@ def copy_kept(target: str, source: Path, offline: Path = OFFLINE) -> None:
         for path in benchmarks
     ]
     waited = shared_steps(rows)
-    if waited:
+    if waited and not shared:
         raise SystemExit(
             f"{source} ran on a shared machine, its times are not kept: {'; '.join(waited)} (a step computes on its "
             "own threads, at least one core, so on a machine it had to itself its wall time is at most its CPU time). "
-            f"Run `snakemake --cores 2 {target}` there again while nothing else runs; nothing was copied"
+            f"Run `snakemake --cores 2 {target}` there again while nothing else runs, or copy with --shared to keep "
+            "its times marked as a shared machine's; nothing was copied"
         )
     for name, path in files.items():
         (offline / name).parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +171,7 @@ def copy_kept(target: str, source: Path, offline: Path = OFFLINE) -> None:
     table = offline / BENCHMARK_CSV[target]
     pd.DataFrame(rows).to_csv(table, index=False, float_format="%.2f", lineterminator="\n")
     print(f"{len(rows)} benchmarks -> {table}")
-    write_environment(offline / ENVIRONMENTS.get(target, ENVIRONMENT))
+    write_environment(offline / ENVIRONMENTS.get(target, ENVIRONMENT), shared)
 
 
 def shared_steps(rows: list[dict]) -> list[str]:
@@ -183,10 +186,11 @@ def shared_steps(rows: list[dict]) -> list[str]:
     ]
 
 
-def write_environment(path: Path) -> None:
+def write_environment(path: Path, shared: bool = False) -> None:
     """Which machine and environment made the kept outputs: the processor, torch's CPU capability, the lock's digest
     (:func:`rollout_equality.runtime.lock.lock_digest`) and where the environment departed from it (none, for an
-    environment installed as README says)."""
+    environment installed as README says); ``shared_machine``: true for a run whose times are a shared machine's
+    (:func:`shared_times`), absent otherwise."""
     import json
 
     import torch
@@ -202,8 +206,18 @@ def write_environment(path: Path) -> None:
             read_pins(LOCK, here=True), read_pins(REPO / "requirements/offline-data.txt")
         ),
     }
+    if shared:
+        record["shared_machine"] = True
     path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"machine and environment -> {path}")
+
+
+def shared_times(target: str) -> bool:
+    """Whether the kept run of ``target`` was copied from a shared machine (``--copy --shared``): its times are not
+    a quiet machine's."""
+    import json
+
+    return bool(json.loads((OFFLINE / ENVIRONMENTS.get(target, ENVIRONMENT)).read_text()).get("shared_machine"))
 
 
 def _benchmark(path: Path) -> dict[str, float]:

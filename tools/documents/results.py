@@ -15,12 +15,14 @@ from rollout_equality.config.settings import FUSIONS
 from tools.documents.kept import (
     ABLATION,
     ENVIRONMENT,
+    ENVIRONMENTS,
     OFFLINE,
     TIME_REPORTS,
     benchmark_cpu_seconds,
     benchmark_seconds,
     load_config,
     read_config,
+    shared_times,
     suite_time,
 )
 from tools.documents.wording import (
@@ -426,11 +428,9 @@ def readme_values() -> dict[str, str]:
         "offline_time": minutes(benchmark_seconds("offline")),
         "dynamics_offline_time": minutes(benchmark_seconds("dynamics_offline")),
         "kept_cpu": json.loads((OFFLINE / ENVIRONMENT).read_text())["cpu"],
-        "supervision_offline_time": (
-            f"{minutes(times['supervision_offline']['median'])} end to end from a fresh clone "
-            f"({measured_runs(times['supervision_offline'])}; docs/offline/times); its steps' CPU time "
-            f"{minutes(benchmark_cpu_seconds('supervision_offline'))} (each trains on one thread, two at once)"
-        ),
+        "supervision_cpu": json.loads((OFFLINE / ENVIRONMENTS["supervision_offline"]).read_text())["cpu"],
+        "supervision_seeds": str(pd.read_csv(OFFLINE / "supervision" / "supervision_scores.csv")["seed"].nunique()),
+        "supervision_offline_time": supervision_time(times["supervision_offline"]),
         "times_date": measured_on(times["tiny"], times["offline"]),
         "tiny_time": f"{times['tiny']['median']:.0f} s",
         "offline_e2e": f"{times['offline']['median']:.0f} s",
@@ -442,6 +442,23 @@ def readme_values() -> dict[str, str]:
         + f", end to end from a fresh clone on a {times['offline']['cores']}-core {times['offline']['cpu']} "
         "with nothing else running",
     }
+
+
+def supervision_time(measured: dict) -> str:
+    """The supervision study's time in docs/targets.md: end to end from its kept time report, and its kept run's
+    steps' CPU time. A kept run copied from a shared machine (:func:`tools.documents.kept.shared_times`) was not the
+    timed run: the time is then named as an earlier commit's, and the CPU time as a shared machine's."""
+    cpu = minutes(benchmark_cpu_seconds("supervision_offline"))
+    if shared_times("supervision_offline"):
+        return (
+            f"not timed quiet since the kept run; a quiet run of {measured['commit']} took "
+            f"{minutes(measured['median'])} end to end from a fresh clone ({measured_runs(measured)}; docs/offline/times); "
+            f"the kept run's steps took {cpu} of CPU time on a shared machine (each trains on one thread, two at once)"
+        )
+    return (
+        f"{minutes(measured['median'])} end to end from a fresh clone ({measured_runs(measured)}; docs/offline/times); "
+        f"its steps' CPU time {cpu} (each trains on one thread, two at once)"
+    )
 
 
 def measured_on(*measured: dict) -> str:
@@ -462,31 +479,38 @@ def measured_runs(measured: dict) -> str:
 
 def supervision_values() -> dict[str, str]:
     """The supervision study's section: its setting (config.yaml and the schema's defaults), the sentences the study's
-    own report writes (:func:`rollout_equality.studies.supervision.report.sentences`) from its tables kept in
-    docs/offline/supervision/, and the summed time of its steps."""
-    from rollout_equality.studies.supervision.report import sentences
+    own report writes (:func:`rollout_equality.studies.supervision.report.sentences`) from its tables across seeds,
+    derived (:func:`rollout_equality.studies.supervision.report.seed_tables`) from the depth_rates.csv and the
+    scores kept in docs/offline/supervision/, and the summed time of its steps. The seeds and epochs are the kept
+    run's (its scores), so that the section describes the run its numbers come from."""
+    from rollout_equality.studies.supervision.report import SCORE_COLUMNS, seed_tables, sentences
 
     kept = OFFLINE / "supervision"
-    depth = pd.read_csv(kept / "supervision_depth.csv")
-    late = pd.read_csv(kept / "supervision_late.csv")
-    scores = pd.read_csv(kept / "supervision_scores.csv")
+    scores = pd.read_csv(kept / "supervision_scores.csv")[SCORE_COLUMNS]
     section = load_config()["supervision"]
+    runs = {m: (o, int(s)) for m, o, s in scores[["model", "objective", "seed"]].to_numpy()}
+    across = seed_tables(pd.read_csv(kept / "depth_rates.csv"), runs, section["late_depth"])
+    depth, late, contrast = (across[k] for k in ("supervision_depth", "supervision_late", "supervision_contrast"))
+    trained = scores[scores["objective"] != "init"]
     vit, training = section["vit"]["kwargs"], section["training"]
     side, patch = vit["img_size"], vit["patch_size"]
     return {
-        "sup_sentences": sentences(depth, late, scores, section["late_depth"]).strip(),
-        "sup_seeds": str(len(section["seeds"])),
+        "sup_sentences": sentences(depth, late, contrast, scores, section["late_depth"], section["half_width"]).strip(),
+        "sup_seeds": str(scores["seed"].nunique()),
         "sup_train": f"{int(scores['n_train'].iloc[0]):,}",
         "sup_test": f"{int(scores['n_test'].iloc[0]):,}",
         "sup_vit": (
             f"patch {patch} on {side} × {side} ({(side // patch) ** 2} patches and CLS), depth {vit['depth']}, "
             f"width {vit['embed_dim']}, {vit['num_heads']} heads"
         ),
-        "sup_epochs": str(training["epochs"]),
+        "sup_epochs": "/".join(str(e) for e in sorted(trained["epochs"].unique())),
         "sup_views": (
             f"{training['dino']['views']} global views seen by both and {training['dino']['local_views']} zoomed-in "
             "local views seen by the student"
         ),
         "sup_batch": str(training["batch_size"]),
-        "sup_cpu": minutes(float(pd.read_csv(kept / "benchmarks.csv")["cpu_time"].sum())),
+        "sup_cpu": f"{minutes(benchmark_cpu_seconds('supervision_offline'))} of CPU time"
+        + (" on a shared machine" if shared_times("supervision_offline") else ""),
+        "sup_machine": json.loads((OFFLINE / ENVIRONMENTS["supervision_offline"]).read_text())["cpu"],
+        "sup_half_width": f"{100 * section['half_width']:g}",
     }

@@ -19,6 +19,7 @@ rule init_supervision:
     params:
         vit=SUPERVISION["vit"],
         threads=SUPERVISION["threads"],
+        code_path=SUPERVISION["code_path"],
     script:
         "../scripts/init_supervision.py"
 
@@ -46,13 +47,15 @@ rule train_supervision:
         vit=SUPERVISION["vit"],
         training=SUPERVISION["training"],
         threads=SUPERVISION["threads"],
+        code_path=SUPERVISION["code_path"],
     script:
         "../scripts/train_supervision.py"
 
 
 rule report_supervision:
-    """Rates by depth per objective with Wilson intervals and the seeds' band, the late share of the failures, the
-    accuracies (supervised test, k-NN of frozen CLS), a figure and the sentences of docs/results.md."""
+    """Rates by depth per objective and the late share of the failures, each across seeds (mean and t interval), the
+    paired contrast of the objectives, the accuracies (supervised test, k-NN of frozen CLS), a figure and the sentences
+    of docs/results.md."""
     input:
         records=[RECORDS.format(**e) for e in SUPERVISION_EXPERIMENTS],
         heads=[HEADS.format(**e) for e in SUPERVISION_EXPERIMENTS],
@@ -73,5 +76,6 @@ rule report_supervision:
         runs=SUPERVISION_RUNS,
         knn=SUPERVISION["knn"],
         late_depth=SUPERVISION["late_depth"],
+        half_width=SUPERVISION["half_width"],
     script:
         "../scripts/report_supervision.py"

@@ -23,5 +23,6 @@ with logging_to(snakemake.log[0]):
         test_data=Path(inp.test).parent,
         knn=par.knn,
         late_depth=par.late_depth,
+        half_width=par.half_width,
         out=dict(snakemake.output.items()),
     )

@@ -6,7 +6,7 @@ import _checkout  # noqa: F401  (this checkout's library first)
 
 from rollout_equality.runtime.prelude import prelude
 
-prelude(snakemake.params.threads)  # offline, threads: before the library's imports
+prelude(snakemake.params.threads, snakemake.params.code_path)  # offline, threads, code path: before the library
 
 from rollout_equality.runtime.files import logging_to
 from rollout_equality.studies.supervision.train import train
@@ -23,4 +23,5 @@ with logging_to(snakemake.log[0]):
         int(snakemake.wildcards.seed),
         Path(snakemake.output.weights).parent,
         snakemake.params.threads,
+        snakemake.params.code_path,
     )

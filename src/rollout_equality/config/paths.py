@@ -189,7 +189,15 @@ SUPERVISION_FILES = {
 SUPERVISION_REPORT = {  # what report_supervision writes (rollout_equality.studies.supervision.report)
     **{
         name: f"{RESULTS}/tables/supervision/{name}.csv"
-        for name in ("model_rates", "depth_rates", "supervision_depth", "supervision_late", "supervision_scores")
+        for name in (
+            "model_rates",
+            "depth_rates",
+            "supervision_depth",
+            "supervision_seeds",
+            "supervision_late",
+            "supervision_contrast",
+            "supervision_scores",
+        )
     },
     "heads": f"{RESULTS}/tables/supervision/supervision_heads.csv",
     "checkpoints": f"{RESULTS}/tables/supervision/supervision_checkpoints.csv",

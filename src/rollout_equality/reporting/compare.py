@@ -26,6 +26,20 @@ is **identical**, a row of one folder only is **missing**, and every other row i
   says nothing about reproducing). Where one folder has no ``inputs.csv`` (tables written before it existed), the
   inputs are not compared, and the report says so.
 
+A **trained model's rows** (the supervision study's: the folders' :data:`CHECKPOINTS` tables give each model's weights'
+SHA-256) are tested according to its checkpoints, and each such row's line says which test applied:
+
+* the **same checkpoints** in both folders are the same model: its rows are tested as above (Fisher's test of its
+  proportions): only the measuring can have moved them;
+* **checkpoints that differ** are another draw of the training, as another seed is (another processor trains other
+  weights from the same seed): its rows are set against the spread across seeds, as a seeded FT-Transformer's are.
+  A model's rate (a row of model_rates, depth_rates, supervision_seeds) against the standard deviation of its
+  objective's other seeds at the same key, pooled over both runs: ``t = Δ / (s·√2)`` (the model itself left out of
+  ``s``, so that a draw far from the others is not hidden by the spread it adds). A mean over n seeds of which k were
+  retrained (supervision_depth, supervision_heads, supervision_late, supervision_contrast: their ``seed_sd``, pooled
+  over both runs) against ``s·√(2k)/n``, with 2(n − 1) degrees of freedom. Its pooled counts are not tested by
+  Fisher's test: they are not one model's trials.
+
 **Multiple comparisons:** the p-values of every test of every matched row (identical rows included, with p = 1: the
 family is fixed before the data are looked at) are adjusted by Holm's step-down method (:func:`holm`), which keeps
 the chance of calling any row different when none is at most ``alpha``. A row is **different** when one of its
@@ -64,6 +78,22 @@ INPUTS = "inputs"
 suite's tables): rows of a data set whose digest differs were measured on other inputs."""
 
 
+CHECKPOINTS = "supervision_checkpoints"
+"""The table of a folder's trained models' checkpoints (model, objective, seed, file, sha256, …; the supervision
+study's): a model whose weights (:data:`WEIGHTS`) have another SHA-256 in the other folder was retrained."""
+WEIGHTS = "model.safetensors"
+"""The file of a checkpoint that holds its weights (the others record how it was made)."""
+DRAWS = {
+    "model": "the row's model",
+    "objective": "its objective's seeds (the row's mean over them, their spread in seed_sd)",
+    "contrast": "its objective's and its minus's, seed by seed (the paired differences' mean, their spread in seed_sd)",
+}
+"""Whose trained checkpoints a table's row measures (:attr:`Table.draws`)."""
+SAME_MODEL, RETRAINED = "same model", "retrained"
+"""The tests a trained model's row gets: its checkpoints the same bytes in both folders (the same model: the tests
+of any row), or not (another draw: tested against the seeds' spread)."""
+
+
 class BadTables(ValueError):
     """A folder that is not a tables folder, or tables of another schema: the message names the folder and what
     is missing (the command line exits 2)."""
@@ -94,12 +124,17 @@ class Table:
     spread_pool: tuple[str, ...] = ()  # whose seed spreads are pooled (one scale: the same metric)
     status: str | None = None  # a verdict that must not change
     seed: str | None = None  # the run's training seed, or None: read from model_rates.csv by (model, dataset)
+    draws: str | None = None  # whose trained checkpoints a row measures (:data:`DRAWS`), or None: no trained model's
+    seed_means: tuple[str, ...] = ()  # means over the row's seeds (their spread: seed_sd), tested when retrained
 
 
 _RATE = (Proportion("rate", "pairs", successes="holds"), Proportion("agreement", "pairs", share="agreement"))
 _MEDIANS = ("kappa_rollout", "product_kappa_half", "product_bound")
 _WILSON = ("inputs", "pairs", "holds", "rate", "ci_low", "ci_high", "agreement")
-_STUDY_DEPTH = ("layer", "depth", "seeds", "pairs", "holds", "rate", "ci_low", "ci_high", "seed_low", "seed_high")
+_ACROSS_SEEDS = ("seeds", "seed_sd", "ci_low", "ci_high", "seed_low", "seed_high")  # a mean over seeds, its spread
+_STUDY_DEPTH = ("layer", "depth", "seeds", "pairs", "holds", "rate", *_ACROSS_SEEDS[1:])
+_FAILURES = ("pairs", "failures", "late_failures", "share")
+_LATE = (Proportion("rate", "pairs", successes="failures"), Proportion("share", "failures", successes="late_failures"))
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -110,6 +145,7 @@ TABLES: dict[str, Table] = {
             same=("inputs", "pairs", "seed"),
             proportions=_RATE,
             seed="seed",
+            draws="model",
         ),
         Table(
             "depth_rates",
@@ -117,6 +153,7 @@ TABLES: dict[str, Table] = {
             columns=("model", "dataset", "token_set", "layer", *_WILSON, "depth"),
             same=("inputs", "pairs", "depth"),
             proportions=_RATE,
+            draws="model",
         ),
         Table(
             "special_tokens",
@@ -146,12 +183,14 @@ TABLES: dict[str, Table] = {
             spread_pool=("metric",),
             seed="seed",
         ),
-        Table(  # the supervision study's (rollout_equality.studies.supervision.report): seeds pooled per objective
+        Table(  # the supervision study's (rollout_equality.studies.supervision.report): seeds summarised per objective
             "supervision_depth",
             key=("objective", "token_set", "layer"),
             columns=("objective", "token_set", *_STUDY_DEPTH),
             same=("depth", "seeds", "pairs"),
             proportions=(Proportion("rate", "pairs", successes="holds"),),
+            draws="objective",
+            seed_means=("rate",),
         ),
         Table(
             "supervision_heads",
@@ -159,16 +198,44 @@ TABLES: dict[str, Table] = {
             columns=("objective", "token_set", "attention", *_STUDY_DEPTH),
             same=("depth", "seeds", "pairs"),
             proportions=(Proportion("rate", "pairs", successes="holds"),),
+            draws="objective",
+            seed_means=("rate",),
+        ),
+        Table(
+            "supervision_seeds",
+            key=("model", "token_set"),
+            columns=("model", "objective", "seed", "token_set", *_FAILURES, "ci_low", "ci_high"),
+            same=("objective", "seed", "pairs"),
+            proportions=_LATE,
+            seed="seed",
+            draws="model",
         ),
         Table(
             "supervision_late",
             key=("objective", "token_set"),
-            columns=("objective", "token_set", "pairs", "failures", "late_failures", "share", "ci_low", "ci_high"),
-            same=("pairs",),
-            proportions=(
-                Proportion("rate", "pairs", successes="failures"),
-                Proportion("share", "failures", successes="late_failures"),
+            columns=("objective", "token_set", "seeds", *_FAILURES, *_ACROSS_SEEDS[1:]),
+            same=("seeds", "pairs"),
+            proportions=_LATE,
+            draws="objective",
+            seed_means=("share",),
+        ),
+        Table(
+            "supervision_contrast",
+            key=("token_set", "statistic", "layer"),
+            columns=(
+                "token_set",
+                "statistic",
+                "layer",
+                "depth",
+                "objective",
+                "minus",
+                "difference",
+                *_ACROSS_SEEDS,
+                "side",
             ),
+            same=("depth", "objective", "minus", "seeds"),
+            draws="contrast",
+            seed_means=("difference",),
         ),
         Table(
             "supervision_scores",
@@ -178,6 +245,7 @@ TABLES: dict[str, Table] = {
             continuous=("test_accuracy", "knn_accuracy"),
             spread_group=("objective",),
             seed="seed",
+            draws="model",
         ),
         Table(
             "claims",
@@ -211,6 +279,7 @@ class Row:
     verdict: str = "identical"
     reasons: list[str] = field(default_factory=list)
     tests: list[Test] = field(default_factory=list)
+    draw: str = ""  # a trained model's row: SAME_MODEL or RETRAINED (which test applied); "" for any other row
 
     def line(self) -> str:
         key = "/".join(self.key)
@@ -219,7 +288,11 @@ class Row:
             for t in self.tests
             if t.text
         ]
-        return f"{self.verdict}: {self.table} {key} — " + "; ".join(self.reasons + tests)
+        which = {
+            SAME_MODEL: " [same checkpoints: tested as the same model]",
+            RETRAINED: " [retrained: checkpoints differ, tested against the seeds' spread]",
+        }.get(self.draw, "")
+        return f"{self.verdict}: {self.table} {key}{which} — " + "; ".join(self.reasons + tests)
 
 
 @dataclass
@@ -247,6 +320,12 @@ class Comparison:
         """One line per row that is not identical, the tables not compared, and the summary line."""
         lines = [r.line() for r in self.rows if r.verdict != "identical"]
         lines += [f"not compared: {s}" for s in self.skipped]
+        draws = {d: sum(r.draw == d for r in self.rows) for d in (SAME_MODEL, RETRAINED)}
+        if any(draws.values()):
+            lines.append(
+                f"trained models' rows: {draws[SAME_MODEL]} of the same checkpoints in both (tested as the same "
+                f"model), {draws[RETRAINED]} of retrained ones (checkpoints differ: tested against the seeds' spread)"
+            )
         counts = self.counts()
         lines.append(
             f"{self.a} against {self.b}: {len(self.rows)} rows: "
@@ -418,11 +497,145 @@ def _continuous_test(table: Table, column: str, ra: pd.Series, rb: pd.Series, fr
     )
 
 
+def read_checkpoints(folder: str | Path) -> dict[str, tuple[str, str, str]] | None:
+    """{model: (objective, seed, SHA-256 of its weights)} of a folder's :data:`CHECKPOINTS` table, or None where the
+    folder has none. Raises :class:`BadTables` for one without those columns or with a model's weights twice."""
+    path = Path(folder) / f"{CHECKPOINTS}.csv"
+    if not path.is_file():
+        return None
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise BadTables(f"{path} cannot be read as a table: {err}") from err
+    missing = [c for c in ("model", "objective", "seed", "file", "sha256") if c not in df.columns]
+    weights = df[df["file"] == WEIGHTS] if not missing else df
+    if missing or weights["model"].duplicated().any():
+        raise BadTables(
+            f"{path} is not a table of checkpoints (model, objective, seed, file, sha256; one {WEIGHTS} a model)"
+        )
+    return {m: (o, seed, sha) for m, o, seed, sha in weights[["model", "objective", "seed", "sha256"]].to_numpy()}
+
+
+def _by_seed(checkpoints: dict[str, tuple[str, str, str]]) -> dict[tuple[str, str], str]:
+    """{(objective, seed): SHA-256 of the weights}."""
+    return {(o, seed): sha for o, seed, sha in checkpoints.values()}
+
+
+def _draw(
+    table: Table, row: pd.Series, a: dict[str, tuple[str, str, str]], b: dict[str, tuple[str, str, str]]
+) -> tuple[str, int]:
+    """Which test a row gets (:data:`SAME_MODEL`, :data:`RETRAINED`, or "" when it names no trained model whose
+    checkpoint both folders list) and how many of its seeds were retrained."""
+    if table.draws == "model":
+        model = row["model"]
+        if model not in a or model not in b:
+            return "", 0
+        return (SAME_MODEL, 0) if a[model][2] == b[model][2] else (RETRAINED, 1)
+    objectives = [row["objective"]] + ([row["minus"]] if table.draws == "contrast" else [])
+    sa, sb = _by_seed(a), _by_seed(b)
+    seeds = sorted({seed for (o, seed) in [*sa, *sb] if o in objectives})
+    if not seeds:
+        return "", 0
+    retrained = sum(any(sa.get((o, seed)) != sb.get((o, seed)) for o in objectives) for seed in seeds)
+    return (RETRAINED, retrained) if retrained else (SAME_MODEL, 0)
+
+
+def _rate(row: pd.Series, prop: Proportion, where: str) -> float:
+    k, n = _count(row, prop, where)
+    return k / n if n else math.nan
+
+
+def _draw_test(label: str, a: float, b: float, spread: float, dof: int, scale: float, what: str) -> Test:
+    """A retrained model's value ``a`` against ``b``: Δ over the seeds' standard deviation ``spread`` (``dof`` degrees
+    of freedom) times ``scale`` (√2 for one model's value, √(2k)/n for a mean over n seeds of which k were retrained),
+    two-sided p from Student's t."""
+    delta = b - a
+    head = f"{label} {a:.6g} against {b:.6g}: Δ = {delta:.3g}"
+    if delta == 0:
+        return Test(1.0, "")
+    if dof == 0 or not math.isfinite(spread):
+        return Test(0.0, f"{head}, retrained, and no two seeds measure the spread")
+    if spread == 0:
+        return Test(0.0, f"{head}, retrained: the seeds agree exactly, these do not")
+    p = float(2 * stats.t.sf(abs(delta / (spread * scale)), dof))
+    return Test(p, f"{head}, retrained: against {what} {spread:.3g} ({dof} df): t p = {p:.3g}")
+
+
+def _retrained_tests(table: Table, ra: pd.Series, rb: pd.Series, retrained: int, frames, where: str) -> list[Test]:
+    """The tests of a retrained row: each proportion of a model's row (:attr:`Table.draws` ``model``) against the
+    spread of its objective's other seeds at the same key, pooled over both runs (the model's own draw, which is
+    what is tested, left out of it); each of :attr:`Table.seed_means` of a row over seeds against its own
+    ``seed_sd`` (both runs' pooled)."""
+    if table.draws == "model":
+        rest = [c for c in table.key if c != "model"]
+        tests = []
+        for prop in table.proportions:
+            ss, dof = 0.0, 0
+            for frame in frames:
+                group = frame[
+                    (frame["_objective"] == ra["_objective"])
+                    & (frame["model"] != ra["model"])  # the other seeds: this one's draw is what is tested
+                    & (frame[rest] == ra[rest]).all(axis=1)
+                ]
+                x = np.array([_rate(r, prop, where) for _, r in group.iterrows()])
+                x = x[~np.isnan(x)]
+                if len(x) >= 2:
+                    ss, dof = ss + float(((x - x.mean()) ** 2).sum()), dof + len(x) - 1
+            spread = math.sqrt(ss / dof) if dof else math.nan
+            tests.append(
+                _draw_test(
+                    prop.label,
+                    _rate(ra, prop, where),
+                    _rate(rb, prop, where),
+                    spread,
+                    dof,
+                    math.sqrt(2),
+                    f"the spread of the other {ra['_objective']} seeds",
+                )
+            )
+        return tests
+    n = int(_number(ra["seeds"]))
+    sd = math.sqrt((_number(ra["seed_sd"]) ** 2 + _number(rb["seed_sd"]) ** 2) / 2) if n > 1 else math.nan
+    return [
+        _draw_test(
+            c,
+            _number(ra[c]),
+            _number(rb[c]),
+            sd,
+            2 * (n - 1),
+            math.sqrt(2 * retrained) / n,
+            f"the seeds' spread ({retrained} of {n} retrained)",
+        )
+        for c in table.seed_means
+    ]
+
+
+def _checkpoints(a: Path, b: Path) -> tuple[dict, dict] | None:
+    """Both folders' trained checkpoints (:func:`read_checkpoints`), or None where one has none (then a trained
+    model's rows get the tests of any row)."""
+    found = read_checkpoints(a), read_checkpoints(b)
+    return None if None in found else found
+
+
+def _tests(table: Table, ra: pd.Series, rb: pd.Series, frames, checkpoints, where_a: str, where_b: str):
+    """(which test applied: :data:`SAME_MODEL`, :data:`RETRAINED` or "", the row's tests). A row of a trained model
+    whose checkpoints differ is another draw: tested against the seeds' spread (:func:`_retrained_tests`); any other
+    row as the same measurement: Fisher's test of its proportions, its continuous values against the seeds' spread or
+    rounding. Its continuous values (:attr:`Table.continuous`) are tested the same way in both cases."""
+    draw, retrained = _draw(table, ra, *checkpoints) if table.draws and checkpoints else ("", 0)
+    continuous = [_continuous_test(table, c, ra, rb, frames) for c in table.continuous]
+    if draw == RETRAINED:
+        return draw, _retrained_tests(table, ra, rb, retrained, frames, where_a) + continuous
+    proportions = [_proportion_test(p, _count(ra, p, where_a), _count(rb, p, where_b)) for p in table.proportions]
+    return draw, proportions + continuous
+
+
 def compare(a: str | Path, b: str | Path, alpha: float = ALPHA) -> Comparison:
     """Compare the tables folders ``a`` and ``b`` row by row (the module's docstring says how). Raises
     :class:`BadTables` for a folder that is not a tables folder or holds tables of another schema."""
     a, b = Path(a), Path(b)
     ta, tb = read_tables(a), read_tables(b)
+    checkpoints = _checkpoints(a, b)
     rows: list[Row] = []
     skipped: list[str] = []
     inputs_a, inputs_b = read_inputs(a), read_inputs(b)
@@ -438,6 +651,9 @@ def compare(a: str | Path, b: str | Path, alpha: float = ALPHA) -> Comparison:
             continue
         da, db = ta[name].copy(), tb[name].copy()
         da["_seed"], db["_seed"] = _seeds(table, da, ta[REQUIRED]), _seeds(table, db, tb[REQUIRED])
+        if table.draws == "model":  # each trained model's objective: its seeds' rows give the spread
+            for frame, known in zip((da, db), checkpoints or ({}, {})):
+                frame["_objective"] = frame["model"].map(lambda m, known=known: known.get(m, ("",))[0])
         ia = {tuple(r[k] for k in table.key): r for _, r in da.iterrows()}
         ib = {tuple(r[k] for k in table.key): r for _, r in db.iterrows()}
         for key in [*ia, *(k for k in ib if k not in ia)]:
@@ -458,10 +674,7 @@ def compare(a: str | Path, b: str | Path, alpha: float = ALPHA) -> Comparison:
                     )
                     continue
             identical = all(ra[c] == rb[c] for c in table.columns)
-            row.tests = [
-                _proportion_test(p, _count(ra, p, f"{a}/{name}.csv"), _count(rb, p, f"{b}/{name}.csv"))
-                for p in table.proportions
-            ] + [_continuous_test(table, c, ra, rb, (da, db)) for c in table.continuous]
+            row.draw, row.tests = _tests(table, ra, rb, (da, db), checkpoints, f"{a}/{name}.csv", f"{b}/{name}.csv")
             if identical:
                 continue
             row.verdict = "within uncertainty"

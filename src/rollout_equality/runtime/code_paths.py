@@ -3,8 +3,8 @@
 Each library picks the fastest kernels for the processor it finds: torch its ATen kernels by vector width, MKL its
 BLAS branch, oneDNN its JIT, numba the target it compiles the analysis for. Other kernels add in another order, so
 another processor can give other last bits from the same config. ``code_path`` (config ``extraction.code_path``,
-``tabular.training.code_path``; the names are the schema's, the variables :data:`CODE_PATHS`') fixes the choice with
-the libraries' own variables, read once, when each library starts:
+``tabular.training.code_path``, ``supervision.code_path``; the names are the schema's, the variables
+:data:`CODE_PATHS`') fixes the choice with the libraries' own variables, read once, when each library starts:
 
 * ``native`` leaves the choice to each library (and to the environment): the fastest;
 * ``avx2`` the AVX2 kernels (MKL promises the same results on every Intel CPU with AVX2, and falls back to its own

@@ -21,6 +21,8 @@ import math
 import numpy as np
 import torch
 
+from rollout_equality.config.schema import choices
+
 HYPERPARAMETERS = ("lr", "betas", "eps", "weight_decay")
 """The keys of a parameter group that the update reads (``torch.optim.AdamW``'s names)."""
 
@@ -42,6 +44,22 @@ def in_model_order(optimizer: torch.optim.Optimizer, model: torch.nn.Module) -> 
         if foreign:
             raise ValueError(f"the optimiser holds parameters of shapes {foreign} that the model does not hold")
         group["params"].sort(key=position.__getitem__)
+    return optimizer
+
+
+def for_code_path(
+    optimizer: torch.optim.Optimizer, model: torch.nn.Module, code_path: str, device: str = "cpu"
+) -> torch.optim.Optimizer:
+    """The optimiser a training runs on ``code_path`` (:mod:`rollout_equality.runtime.code_paths`): ``optimizer`` (a
+    ``torch.optim.AdamW``, as the recipe makes it) with each group's parameters in ``model``'s order
+    (:func:`in_model_order`); on the compatible code path on the CPU, its update in IEEE basic operations
+    (:meth:`PortableAdamW.like`), whose bits do not depend on the processor. FT-Transformer's recipe and the
+    supervision study's make their AdamW, and this chooses how it runs. Raises ValueError for an unknown code path."""
+    if code_path not in choices("$defs", "code_path"):
+        raise ValueError(f"code_path must be one of {choices('$defs', 'code_path')}; got {code_path!r}")
+    optimizer = in_model_order(optimizer, model)
+    if code_path == "compatible" and device == "cpu":
+        return PortableAdamW.like(optimizer)
     return optimizer
 
 

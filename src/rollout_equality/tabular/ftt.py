@@ -35,7 +35,7 @@ from rollout_equality.runtime import digests
 from rollout_equality.runtime.device import deterministic_cuda
 from rollout_equality.runtime.files import atomic_path, progress, write_text
 from rollout_equality.runtime.provenance import provenance
-from rollout_equality.tabular.adamw import PortableAdamW, in_model_order
+from rollout_equality.tabular.adamw import for_code_path
 from rollout_equality.tabular.prepare import load_prepared
 
 log = logging.getLogger(__name__)
@@ -112,16 +112,10 @@ def score(manifest: dict[str, Any], pred: np.ndarray, y: np.ndarray) -> tuple[st
 
 
 def make_optimizer(model: torch.nn.Module, code_path: str, device: str) -> torch.optim.Optimizer:
-    """The recipe's optimiser (rtdl's default AdamW and its parameter groups, each group's parameters in the model's
-    order: :func:`rollout_equality.tabular.adamw.in_model_order`); on the compatible code path on the CPU, its update
-    in IEEE basic operations (:class:`rollout_equality.tabular.adamw.PortableAdamW`), whose bits do not depend on
-    the processor."""
-    if code_path not in choices("$defs", "code_path"):
-        raise ValueError(f"code_path must be one of {choices('$defs', 'code_path')}; got {code_path!r}")
-    optimizer = in_model_order(model.make_default_optimizer(), model)
-    if code_path == "compatible" and device == "cpu":
-        return PortableAdamW.like(optimizer)
-    return optimizer
+    """The recipe's optimiser (rtdl's default AdamW and its parameter groups) as ``code_path`` runs it on ``device``
+    (:func:`rollout_equality.tabular.adamw.for_code_path`: the groups in the model's order; on the compatible code
+    path on the CPU, the update in IEEE basic operations, whose bits do not depend on the processor)."""
+    return for_code_path(model.make_default_optimizer(), model, code_path, device)
 
 
 def weights_sha256(model: torch.nn.Module) -> str:

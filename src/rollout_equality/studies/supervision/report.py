@@ -1,27 +1,36 @@
 """The supervision study's tables, figure and sentences, from the records of its models and their checkpoints.
 
-For every objective (``supervised``, ``dino``) and the control (``init``, each seed's untrained initialisation), on
-content tokens and on all tokens:
+The seed is the unit of evidence: each seed's model is one draw of what an objective trains (another machine's
+training is another draw), so every statement about an objective is the mean over its seeds with a 95% t interval
+across seeds (:func:`across_seeds`); a Wilson interval is only one model's measurement error (its input-layer pairs
+counted as independent trials). For every objective (``supervised``, ``dino``) and the control (``init``, each seed's
+untrained initialisation), on content tokens and on all tokens:
 
-* ``supervision_depth``: the rate of the condition at each layer over every seed's input-layer pairs, its Wilson 95%
-  interval (every pair counted as an independent trial, as the suite tables count them), and the band of the seeds'
-  own rates (lowest and highest);
+* ``supervision_depth``: at each layer, the seeds' rates of the condition: their mean, its t interval, their range,
+  beside the pooled counts;
 * ``supervision_heads``: the same of every head's own attention and of the max and min fusions (the heads files);
-* ``supervision_late``: of the input-layer pairs that fail, the share at a late layer (normalised depth
+* ``supervision_seeds``: per model, of the input-layer pairs that fail, the share at a late layer (normalised depth
   layer / (L − 1) at least ``late_depth``), with its Wilson interval;
+* ``supervision_late``: those shares across seeds, per objective;
+* ``supervision_contrast``: supervised minus DINO, seed by seed (paired: a seed's initialisation trains both), of the
+  late share and of the rate at each layer, across seeds, and where each interval lies against 0;
 * ``supervision_scores``: per model, the k-NN accuracy of its frozen CLS features on the test digits against the
   training digits (every model, the controls included), and the supervised models' test accuracy;
-* ``supervision_checkpoints``: every file of every checkpoint with its size and SHA-256;
+* ``supervision_checkpoints``: every file of every checkpoint with its size and SHA-256, and the code path and
+  processor that made it;
 * ``model_rates`` and ``depth_rates`` as every suite's (:mod:`rollout_equality.reporting.stats`), so that
-  ``rollout-equality compare`` reads the folder as it reads a suite's.
+  ``rollout-equality compare`` reads the folder as it reads a suite's. The tables across seeds derive from
+  depth_rates (:func:`seed_tables`).
 
-The figure draws the rate against normalised depth per objective, the seeds' band shaded; :func:`sentences` states in
-words what the tables show, for docs/results.md.
+The figure draws each seed's rate against normalised depth per objective, their mean and its interval shaded;
+:func:`sentences` states in words what the tables show, for docs/results.md, and decides the paper's contrast on the
+intervals across seeds (:func:`contrast_verdict`), or calls it undecided at this power.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from scipy import stats
 
 from rollout_equality.condition.baseline import interval_row
 from rollout_equality.config.paths import SUPERVISION_REPORT
@@ -44,10 +54,14 @@ ORDER = ("supervised", "dino", CONTROL)
 """Objectives in the tables' order, the control last."""
 LABELS = {"supervised": "supervised (cross-entropy)", "dino": "self-supervised (DINO)", CONTROL: "untrained control"}
 TOKEN_SETS = ("content", "all")
+LEVEL = 0.95
+"""The confidence level of the intervals across seeds."""
 
 DEPTH_COLUMNS = list(TABLES["supervision_depth"].columns)
 HEAD_COLUMNS = list(TABLES["supervision_heads"].columns)
+SEED_COLUMNS = list(TABLES["supervision_seeds"].columns)
 LATE_COLUMNS = list(TABLES["supervision_late"].columns)
+CONTRAST_COLUMNS = list(TABLES["supervision_contrast"].columns)
 SCORE_COLUMNS = list(TABLES["supervision_scores"].columns)
 """The tables' columns, as ``rollout-equality compare`` reads them (:data:`rollout_equality.reporting.compare.TABLES`)."""
 
@@ -56,54 +70,188 @@ def _objective_order(column: pd.Series) -> pd.Series:
     return column.map({o: i for i, o in enumerate(ORDER)}) if column.name == "objective" else column
 
 
-def _by_depth(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per ``keys`` + layer: pooled rate with its Wilson interval and the band of the per-seed rates."""
+def across_seeds(values: Sequence[float] | np.ndarray, bounds: tuple[float, float] = (0.0, 1.0)) -> dict[str, float]:
+    """The seeds' values with the seed as the unit of evidence: their number (``seeds``), ``mean``, standard deviation
+    (``seed_sd``, n − 1 in the denominator), the :data:`LEVEL` t interval of the mean (``ci_low``, ``ci_high``:
+    mean ± t(n − 1) · sd / √n, clipped to the values' ``bounds``, a rate's [0, 1]; nan with one seed, whose spread is
+    unknown) and the lowest and highest value. Values that are nan (a late share of a model without failures) are
+    left out. The half-width a number of seeds reaches is t(n − 1) · sd / √n (:func:`half_width_of`), unclipped."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    n = len(x)
+    if n == 0:
+        return {"seeds": 0, **dict.fromkeys(("mean", "seed_sd", "ci_low", "ci_high", "seed_low", "seed_high"), np.nan)}
+    sd = float(x.std(ddof=1)) if n > 1 else np.nan
+    half = half_width_of(sd, n)
+    mean = float(x.mean())
+    low, high = (max(mean - half, bounds[0]), min(mean + half, bounds[1])) if n > 1 else (np.nan, np.nan)
+    return {
+        "seeds": n,
+        "mean": mean,
+        "seed_sd": sd,
+        "ci_low": low,
+        "ci_high": high,
+        "seed_low": float(x.min()),
+        "seed_high": float(x.max()),
+    }
+
+
+def side(low: float, high: float, threshold: float = 0.0) -> str:
+    """Where an interval lies against ``threshold``: ``above`` or ``below`` it, or ``undecided`` when it spans it (or
+    is unknown: one seed)."""
+    if low > threshold:
+        return "above"
+    if high < threshold:
+        return "below"
+    return "undecided"
+
+
+def half_width_of(sd: float, seeds: int) -> float:
+    """The half-width t(n − 1) · sd / √n of the :data:`LEVEL` t interval of a mean over ``seeds`` values whose
+    standard deviation is ``sd`` (nan for one seed)."""
+    return float(stats.t.ppf((1 + LEVEL) / 2, seeds - 1)) * sd / math.sqrt(seeds) if seeds > 1 else math.nan
+
+
+def seeds_needed(sd: float, half_width: float, most: int = 1000) -> int | None:
+    """The fewest seeds (two or more) whose :data:`LEVEL` t interval of a mean has a half-width t(n − 1) · sd / √n of
+    at most ``half_width``, for seeds whose values spread by ``sd``; None for an unknown spread (nan) or more than
+    ``most``."""
+    if not math.isfinite(sd):
+        return None
+    for n in range(2, most + 1):
+        if half_width_of(sd, n) <= half_width:
+            return n
+    return None
+
+
+def seed_counts(frame: pd.DataFrame, keys: Sequence[str] = ()) -> pd.DataFrame:
+    """Per model (with its ``objective`` and ``seed``), ``keys``, token set and layer: ``pairs``, ``holds`` and the
+    normalised ``depth``, from records (one row per input-layer pair, ``holds`` boolean) or from a table that has
+    counted them already (``pairs`` and ``holds`` columns: the study's depth_rates)."""
+    group = ["model", "objective", "seed", *keys, "token_set", "layer"]
+    if "pairs" not in frame.columns:
+        frame = frame.assign(pairs=1, holds=frame["holds"].astype(int))
+        frame = frame.assign(depth=normalised_depth(frame["layer"], frame["n_layers"]))
+    counts = frame.groupby(group, sort=True).agg(
+        pairs=("pairs", "sum"), holds=("holds", "sum"), depth=("depth", "first")
+    )
+    return counts.reset_index().astype({"seed": int, "pairs": int, "holds": int, "layer": int})
+
+
+def _by_depth(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per ``keys`` + layer, across seeds: each seed's rate (its model's holds over pairs) summarised by
+    :func:`across_seeds` (``rate`` their mean, ``ci_low``–``ci_high`` its t interval, ``seed_low``–``seed_high`` their
+    range), beside the pooled counts (``pairs``, ``holds``)."""
     rows = []
-    for key, g in df.groupby([*keys, "layer"], sort=True):
-        per_seed = g.groupby("seed")["holds"].mean()
+    for key, g in counts.groupby([*keys, "layer"], sort=True):
+        seeds = across_seeds(g["holds"] / g["pairs"])
         rows.append(
             {
                 **dict(zip([*keys, "layer"], key)),
-                "depth": float(normalised_depth(g["layer"].iloc[0], int(g["n_layers"].iloc[0]))),
-                "seeds": len(per_seed),
-                "pairs": len(g),
-                **interval_row(int(g["holds"].sum()), len(g)),
-                "seed_low": float(per_seed.min()),
-                "seed_high": float(per_seed.max()),
+                "depth": float(g["depth"].iloc[0]),
+                "pairs": int(g["pairs"].sum()),
+                "holds": int(g["holds"].sum()),
+                "rate": seeds.pop("mean"),
+                **seeds,
             }
         )
     return pd.DataFrame(rows).sort_values([*keys, "layer"], key=_objective_order, kind="stable")
 
 
-def depth_table(layer: pd.DataFrame) -> pd.DataFrame:
-    """``supervision_depth`` from the head-averaged records (with ``objective`` and ``seed`` columns)."""
-    return _by_depth(layer, ["objective", "token_set"])[DEPTH_COLUMNS].reset_index(drop=True)
+def depth_table(counts: pd.DataFrame) -> pd.DataFrame:
+    """``supervision_depth`` from the head-averaged records' counts per model and layer (:func:`seed_counts`)."""
+    return _by_depth(counts, ["objective", "token_set"])[DEPTH_COLUMNS].reset_index(drop=True)
 
 
 def head_table(heads: pd.DataFrame) -> pd.DataFrame:
     """``supervision_heads`` from the heads files: every head's own attention (``per head``) and each fusion."""
     heads = heads.assign(attention=np.where(heads["head"].notna(), "per head", heads["fusion"].astype(str)))
-    return _by_depth(heads, ["objective", "token_set", "attention"])[HEAD_COLUMNS].reset_index(drop=True)
+    counts = seed_counts(heads, ["attention"])
+    return _by_depth(counts, ["objective", "token_set", "attention"])[HEAD_COLUMNS].reset_index(drop=True)
 
 
-def late_table(layer: pd.DataFrame, late_depth: float) -> pd.DataFrame:
-    """``supervision_late``: of the failing input-layer pairs, how many at a normalised depth ≥ ``late_depth``."""
-    layer = layer.assign(depth=normalised_depth(layer["layer"], layer["n_layers"]))
+def seeds_table(counts: pd.DataFrame, late_depth: float) -> pd.DataFrame:
+    """``supervision_seeds``: per model and token set, of its failing input-layer pairs, how many at a normalised
+    depth ≥ ``late_depth``, the share with its Wilson interval (the model's own measurement error: its pairs counted
+    as independent trials)."""
     rows = []
-    for (objective, token_set), g in layer.groupby(["objective", "token_set"], sort=True):
-        fails = g[~g["holds"].astype(bool)]
-        late = int((fails["depth"] >= late_depth).sum())
+    for (model, objective, seed, token_set), g in counts.groupby(["model", "objective", "seed", "token_set"]):
+        fails = g["pairs"] - g["holds"]
+        failures, late = int(fails.sum()), int(fails[g["depth"] >= late_depth].sum())
+        rows.append(
+            {
+                "model": model,
+                "objective": objective,
+                "seed": int(seed),
+                "token_set": token_set,
+                "pairs": int(g["pairs"].sum()),
+                "failures": failures,
+                **interval_row(late, failures, count="late_failures", share="share"),
+            }
+        )
+    df = pd.DataFrame(rows, columns=SEED_COLUMNS)
+    return df.sort_values(["objective", "seed", "token_set"], key=_objective_order, kind="stable").reset_index(
+        drop=True
+    )
+
+
+def late_table(seeds: pd.DataFrame) -> pd.DataFrame:
+    """``supervision_late``: per objective and token set, the seeds' late shares (:func:`seeds_table`) summarised
+    across seeds (:func:`across_seeds`: ``share`` their mean, its t interval, their range), beside the pooled counts."""
+    rows = []
+    for (objective, token_set), g in seeds.groupby(["objective", "token_set"], sort=True):
+        summary = across_seeds(g["share"])
         rows.append(
             {
                 "objective": objective,
                 "token_set": token_set,
-                "pairs": len(g),
-                "failures": len(fails),
-                **interval_row(late, len(fails), count="late_failures", share="share"),
+                "pairs": int(g["pairs"].sum()),
+                "failures": int(g["failures"].sum()),
+                "late_failures": int(g["late_failures"].sum()),
+                "share": summary.pop("mean"),
+                **summary,
             }
         )
     df = pd.DataFrame(rows, columns=LATE_COLUMNS)
     return df.sort_values(["objective", "token_set"], key=_objective_order, kind="stable").reset_index(drop=True)
+
+
+def contrast_table(
+    counts: pd.DataFrame, seeds: pd.DataFrame, objective: str = "supervised", minus: str = "dino"
+) -> pd.DataFrame:
+    """``supervision_contrast``: ``objective`` minus ``minus``, seed by seed, per token set: the late share of the
+    failures (statistic ``late share``) and the rate at each layer (``rate``), each difference summarised across the
+    seeds both objectives trained (:func:`across_seeds`: ``difference`` the mean, its t interval, ``side`` where that
+    lies against 0). Paired: a seed's initialisation and data order are shared by both objectives, so that what the
+    seed alone decides cancels in its difference. Empty when one of the two objectives was not trained."""
+    rows = []
+    if {objective, minus} <= set(seeds["objective"]):
+        share = seeds.pivot_table(index=["token_set", "seed"], columns="objective", values="share", dropna=False)
+        rate = counts.assign(rate=counts["holds"] / counts["pairs"]).pivot_table(
+            index=["token_set", "layer", "depth", "seed"], columns="objective", values="rate"
+        )
+        for token_set in sorted(set(seeds["token_set"])):
+            paired = share.loc[token_set]
+            statistics = [("late share", pd.NA, np.nan, paired[objective] - paired[minus])]
+            by_layer = rate.loc[token_set]
+            for (layer, depth), g in by_layer.groupby(level=["layer", "depth"], sort=True):
+                statistics.append(("rate", int(layer), float(depth), g[objective] - g[minus]))
+            for statistic, layer, depth, differences in statistics:
+                summary = across_seeds(differences, bounds=(-1.0, 1.0))
+                rows.append(
+                    {
+                        "token_set": token_set,
+                        "statistic": statistic,
+                        "layer": layer,
+                        "depth": depth,
+                        "objective": objective,
+                        "minus": minus,
+                        "difference": summary.pop("mean"),
+                        **summary,
+                        "side": side(summary["ci_low"], summary["ci_high"]),
+                    }
+                )
+    return pd.DataFrame(rows, columns=CONTRAST_COLUMNS).astype({"layer": "Int64"})
 
 
 def knn_accuracy(
@@ -165,31 +313,43 @@ def scores_table(
     return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
 
+CHECKPOINT_COLUMNS = ["model", "objective", "seed", "file", "bytes", "sha256", "code_path", "cpu"]
+
+
 def checkpoints_table(
     models: Sequence[str], runs: Sequence[Mapping[str, Any]], checkpoints: Sequence[str | os.PathLike]
 ) -> pd.DataFrame:
-    """``supervision_checkpoints``: each file of each checkpoint folder, its size and SHA-256."""
+    """``supervision_checkpoints``: each file of each checkpoint folder, its size and SHA-256, beside the code path
+    and the processor that made the checkpoint (its ``training.json``): a machine of another family that trains the
+    same weights shows the same ``model.safetensors`` digest (``rollout-equality compare`` reads it)."""
+    import json
+
     from rollout_equality.runtime import digests
+    from rollout_equality.studies.supervision.train import INFO
 
-    rows = [
-        {
-            "model": name,
-            "objective": run["objective"],
-            "seed": int(run["seed"]),
-            "file": path.name,
-            "bytes": path.stat().st_size,
-            "sha256": digests.of_file(path),
-        }
-        for name, run, folder in zip(models, runs, checkpoints, strict=True)
-        for path in sorted(Path(folder).iterdir())
-        if path.is_file() and not path.name.startswith(".")
-    ]
-    return pd.DataFrame(rows, columns=["model", "objective", "seed", "file", "bytes", "sha256"])
+    rows = []
+    for name, run, folder in zip(models, runs, checkpoints, strict=True):
+        info = json.loads((Path(folder) / INFO).read_text())
+        for path in sorted(Path(folder).iterdir()):
+            if path.is_file() and not path.name.startswith("."):
+                rows.append(
+                    {
+                        "model": name,
+                        "objective": run["objective"],
+                        "seed": int(run["seed"]),
+                        "file": path.name,
+                        "bytes": path.stat().st_size,
+                        "sha256": digests.of_file(path),
+                        "code_path": info.get("code_path", ""),
+                        "cpu": info.get("cpu", ""),
+                    }
+                )
+    return pd.DataFrame(rows, columns=CHECKPOINT_COLUMNS)
 
 
-def figure(depth: pd.DataFrame):
-    """Rate against normalised depth per objective, content and all tokens side by side: the pooled rate with its
-    Wilson interval (error bars) and the seeds' band (shaded)."""
+def figure(depth: pd.DataFrame, counts: pd.DataFrame):
+    """Rate against normalised depth per objective, content and all tokens side by side: each seed's rate (thin
+    lines), their mean (markers) and its t interval across seeds (shaded; clipped to [0, 1])."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -202,15 +362,13 @@ def figure(depth: pd.DataFrame):
             if g.empty:
                 continue
             (line,) = ax.plot(g["depth"], g["rate"], marker="o", label=LABELS[objective])
-            ax.fill_between(g["depth"], g["seed_low"], g["seed_high"], color=line.get_color(), alpha=0.2, lw=0)
-            ax.errorbar(
-                g["depth"],
-                g["rate"],
-                yerr=[g["rate"] - g["ci_low"], g["ci_high"] - g["rate"]],
-                fmt="none",
-                ecolor=line.get_color(),
-                capsize=2,
+            ax.fill_between(
+                g["depth"], g["ci_low"].clip(0, 1), g["ci_high"].clip(0, 1), color=line.get_color(), alpha=0.2, lw=0
             )
+            own = counts[(counts["objective"] == objective) & (counts["token_set"] == token_set)]
+            for _, seed in own.groupby("seed"):
+                seed = seed.sort_values("layer")
+                ax.plot(seed["depth"], seed["holds"] / seed["pairs"], color=line.get_color(), lw=0.7, alpha=0.45)
         ax.set_title(f"{token_set} tokens")
         ax.set_xlabel("normalised depth layer / (L - 1)")
         ax.set_ylim(-0.02, 1.02)
@@ -224,101 +382,194 @@ def _percent(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _points(x: float) -> str:
+    return f"{100 * x:+.0f}" if round(100 * x) else "0"
+
+
 def _span(values: pd.Series) -> str:
     """``a%`` when the seeds agree to the percent, else ``a%–b%``."""
     low, high = _percent(values.min()), _percent(values.max())
     return low if low == high else f"{low}–{high}"
 
 
-def sentences(depth: pd.DataFrame, late: pd.DataFrame, scores: pd.DataFrame, late_depth: float) -> str:
-    """What the tables show, in words (Markdown), for docs/results.md: whether each model learned, how the rates of
-    the two objectives compare on content tokens at the last layer and over all layers, where the failures are, and
-    whether that is the paper's contrast (self-supervised holding at every layer, supervised failing late)."""
+def _seeds(n: int) -> str:
+    return "1 seed" if n == 1 else f"{n} seeds"
+
+
+def _interval(row: Mapping[str, Any], value: str) -> str:
+    """``m% (a% to b%)`` of a row summarised across seeds (its t interval); ``m%`` alone with one seed."""
+    if not math.isfinite(row["ci_low"]):
+        return _percent(row[value])
+    return f"{_percent(row[value])} ({_percent(row['ci_low'])} to {_percent(row['ci_high'])})"
+
+
+def _layers(layers: Sequence[int]) -> str:
+    return ("layer " if len(layers) == 1 else "layers ") + ", ".join(str(int(layer)) for layer in layers)
+
+
+def contrast_verdict(
+    late: pd.DataFrame, contrast: pd.DataFrame, late_depth: float, token_set: str = "content"
+) -> tuple[str, list[str], list[str], list[str]]:
+    """Whether the paper's contrast appears, decided on the intervals across seeds (``token_set``'s rows of
+    :func:`late_table` and :func:`contrast_table`): ``appears``, ``does not appear`` or ``undecided``, with the
+    decided findings in its favour, those against it and the questions left undecided. Its four parts:
+
+    * most supervised failures are late: the supervised late share's interval above one half (below: against);
+    * the supervised failures lie later than the self-supervised ones: the paired difference of the late shares
+      above 0 (below: against);
+    * at a late layer (normalised depth ≥ ``late_depth``) the supervised models hold the condition less often: the
+      paired difference of the rates below 0 at one late layer at least;
+    * at no layer do they hold it more often: a layer whose difference lies above 0 is against (and so is every late
+      layer's).
+
+    Against wins over undecided: one decided finding against is enough for ``does not appear``."""
+    sup = late[(late["objective"] == "supervised") & (late["token_set"] == token_set)]
+    rows = contrast[contrast["token_set"] == token_set]
+    share = rows[rows["statistic"] == "late share"]
+    rates = rows[rows["statistic"] == "rate"]
+    if sup.empty or share.empty:
+        raise ValueError("contrast_verdict needs the supervised and the self-supervised (DINO) models")
+    found, against, undecided = [], [], []
+    majority = side(float(sup["ci_low"].iloc[0]), float(sup["ci_high"].iloc[0]), 0.5)
+    if majority == "above":
+        found.append("most supervised failures are late")
+    elif majority == "below":
+        against.append("fewer than half of the supervised failures are late (the interval lies below one half)")
+    elif majority == "undecided":
+        undecided.append("whether most supervised failures are late (the interval spans one half)")
+    later = share["side"].iloc[0]
+    if later == "above":
+        found.append("the supervised failures lie later than DINO's")
+    elif later == "below":
+        against.append("the supervised failures lie earlier than DINO's (the paired difference lies below 0)")
+    elif later == "undecided":
+        undecided.append("whether they lie later than DINO's (the paired difference spans 0)")
+    higher = rates.loc[rates["side"] == "above", "layer"].tolist()
+    if higher:
+        against.append(f"at {_layers(higher)} the supervised models hold the condition more often")
+    late_rates = rates[rates["depth"] >= late_depth]
+    lower = late_rates.loc[late_rates["side"] == "below", "layer"].tolist()
+    if lower:
+        found.append(f"at late {_layers(lower)} the supervised models hold the condition less often")
+    elif not (len(late_rates) and (late_rates["side"] == "above").all()):
+        undecided.append("whether they hold it less often at a late layer (no late layer's difference lies below 0)")
+    verdict = "does not appear" if against else "undecided" if undecided else "appears"
+    return verdict, found, against, undecided
+
+
+def sentences(
+    depth: pd.DataFrame,
+    late: pd.DataFrame,
+    contrast: pd.DataFrame,
+    scores: pd.DataFrame,
+    late_depth: float,
+    half_width: float,
+) -> str:
+    """What the tables show, in words (Markdown), for docs/results.md, every statement about an objective with its
+    interval across seeds (:data:`LEVEL`): whether each model learned, the rates of the objectives on content tokens
+    at the last layer, where the failures are, the paired contrast of supervised and self-supervised with the
+    half-width it reached against ``half_width`` (and the seeds its measured spread needs for that), and whether
+    that is the paper's contrast (:func:`contrast_verdict`), or undecided at this power; short of ``appears``, the
+    decided findings for it and the questions left undecided follow."""
     by = scores.groupby("objective")
     parts = []
     if "supervised" in by.groups:
         acc = by.get_group("supervised")["test_accuracy"]
         parts.append(
             f"The supervised models reach a test accuracy of {_span(acc)} on the {int(scores['n_test'].iloc[0]):,} "
-            f"test digits ({len(acc)} seeds)."
+            f"test digits ({_seeds(len(acc))})."
         )
     knn = {o: by.get_group(o)["knn_accuracy"] for o in ORDER if o in by.groups}
     knn_text = "; ".join(f"{LABELS[o]} {_span(v)}" for o, v in knn.items())
     parts.append(f"The k-NN accuracy of frozen CLS features, across seeds: {knn_text}.")
     content = depth[depth["token_set"] == "content"]
-    overall = content.groupby("objective").apply(lambda g: g["holds"].sum() / g["pairs"].sum(), include_groups=False)
     last = content[content["depth"] == content["depth"].max()].set_index("objective")
-    rate_text = "; ".join(
-        f"{LABELS[o]} {_percent(overall[o])} over all layers, {_percent(last.loc[o, 'rate'])} at the last"
-        for o in ORDER
-        if o in overall.index
-    )
-    parts.append(f"On content tokens the condition holds for: {rate_text}.")
-    late_c = late[late["token_set"] == "content"].set_index("objective")
-    late_text = "; ".join(
-        f"{LABELS[o]} {_percent(late_c.loc[o, 'share'])} of {int(late_c.loc[o, 'failures']):,}"
-        if late_c.loc[o, "failures"]
-        else f"{LABELS[o]} none fail"
-        for o in ORDER
-        if o in late_c.index
+    seeds = int(content["seeds"].max())
+    parts.append(
+        f"Each number below is the mean over the {seeds} seeds with its {LEVEL:.0%} t interval across seeds in "
+        "brackets: the seed, not the input-layer pair, is the unit of evidence."
+        if seeds > 1
+        else "Each number below is the one seed's: with one seed the seeds' spread is unknown, and no statement "
+        "across seeds is decided."
     )
     parts.append(
-        f"The share of the content-token failures at a late layer (normalised depth at least {late_depth:g}): "
-        f"{late_text}."
+        "On content tokens the condition holds at the last layer for: "
+        + "; ".join(f"{LABELS[o]} {_interval(last.loc[o], 'rate')}" for o in ORDER if o in last.index)
+        + "."
     )
-    spread = content.assign(width=content["seed_high"] - content["seed_low"]).groupby("objective")["width"].max()
-    if (spread > 0).any():
-        widest = (content["ci_high"] - content["ci_low"]).max()
+    late_c = late[late["token_set"] == "content"].set_index("objective")
+    parts.append(
+        f"The share of the content-token failures at a late layer (normalised depth at least {late_depth:g}): "
+        + "; ".join(f"{LABELS[o]} {_interval(late_c.loc[o], 'share')}" for o in ORDER if o in late_c.index)
+        + "."
+    )
+    rows = contrast[contrast["token_set"] == "content"]
+    if len(rows):
+        share = rows[rows["statistic"] == "late share"].iloc[0]
+        rates = rows[rows["statistic"] == "rate"]
+        if math.isfinite(share["ci_low"]):
+            reached = half_width_of(float(share["seed_sd"]), int(share["seeds"]))
+            needed = seeds_needed(float(share["seed_sd"]), half_width)
+            parts.append(
+                "Supervised minus self-supervised, seed by seed (paired: each seed's initialisation trains both), the "
+                f"late share differs by {_points(share['difference'])} points ({_points(share['ci_low'])} to "
+                f"{_points(share['ci_high'])})."
+            )
+            parts.append(
+                f"That interval's half-width is {100 * reached:.1f} points with {int(share['seeds'])} seeds; the aim "
+                f"is at most {100 * half_width:g}, which the seeds' measured spread ({100 * share['seed_sd']:.1f} "
+                + (f"points) reaches with {needed} seeds." if needed else "points) reaches with no number of seeds.")
+            )
+        lower, higher = (rates.loc[rates["side"] == s, "layer"].tolist() for s in ("below", "above"))
+        open_ = rates.loc[rates["side"] == "undecided", "layer"].tolist()
+        per_layer = [
+            f"lower at {_layers(lower)}" if lower else "",
+            f"higher at {_layers(higher)}" if higher else "",
+            f"undecided at {_layers(open_)}" if open_ else "",
+        ]
         parts.append(
-            "The seeds differ more than the pooled Wilson intervals (which count every input-layer pair as an "
-            f"independent trial, at most {100 * widest:.0f} points wide) suggest: at one layer, the seeds' own rates "
-            "span up to "
-            + "; ".join(f"{100 * spread[o]:.0f} points ({LABELS[o]})" for o in ORDER if o in spread.index)
-            + "."
+            "The supervised rate on content tokens against the self-supervised one, layer by layer (the paired "
+            "difference's interval): " + "; ".join(p for p in per_layer if p) + "."
         )
-    if {"supervised", "dino"} <= set(overall.index):
-        sup, ssl = content[content["objective"] == "supervised"], content[content["objective"] == "dino"]
-        lower_late = (
-            sup.loc[sup["depth"] >= late_depth, "ci_high"].to_numpy()
-            < ssl.loc[ssl["depth"] >= late_depth, "ci_low"].to_numpy()
-        ).any()
-        dino_everywhere = not bool((sup["ci_low"].to_numpy() > ssl["ci_high"].to_numpy()).any())
-        late_sup = late_c.loc["supervised"]
-        late_failing = late_sup["failures"] > 0 and late_sup["ci_low"] > 0.5
-        if lower_late and dino_everywhere and late_failing:
-            verdict = (
-                "The paper's contrast appears at this scale: at no layer do the supervised models hold the condition "
-                "more often than the self-supervised ones (Wilson intervals apart), at a late layer they hold it less "
-                "often (intervals apart), and most of their failures are late."
+        verdict, found, against, undecided = contrast_verdict(late, contrast, late_depth)
+        if verdict == "appears":
+            parts.append(
+                "The paper's contrast appears at this scale: most supervised failures are late, later than the "
+                "self-supervised ones, and at a late layer the supervised models hold the condition less often, at "
+                "none more often (each decided on the intervals across seeds)."
             )
+        elif verdict == "does not appear":
+            parts.append("The paper's contrast does not appear at this scale: " + "; ".join(against) + ".")
         else:
-            missing = [
-                what
-                for what, ok in (
-                    (
-                        "no late layer where the supervised rate lies below the self-supervised one with their Wilson "
-                        "intervals apart",
-                        lower_late,
-                    ),
-                    (
-                        "a layer where the supervised rate lies above the self-supervised one with their Wilson "
-                        "intervals apart",
-                        dino_everywhere,
-                    ),
-                    (
-                        "no majority of late layers among the supervised failures (Wilson interval above one half)",
-                        late_failing,
-                    ),
-                )
-                if not ok
+            parts.append("Whether the paper's contrast appears at this scale is undecided at this power.")
+        if verdict != "appears":
+            parts += [
+                f"{head}: {'; '.join(items)}." for head, items in [("For it", found), ("Undecided", undecided)] if items
             ]
-            verdict = (
-                "The paper's contrast does not appear at this scale as the paper reports it: the tables show "
-                + "; ".join(missing)
-                + "."
-            )
-        parts.append(verdict)
     return " ".join(parts) + "\n"
+
+
+def seed_tables(rates: pd.DataFrame, runs: Mapping[str, tuple[str, int]], late_depth: float) -> dict[str, pd.DataFrame]:
+    """The study's tables across seeds from its ``depth_rates`` (per model, token set and layer: pairs and holds) and
+    each model's (objective, seed) in ``runs``: ``counts`` (:func:`seed_counts`), ``supervision_depth``,
+    ``supervision_seeds``, ``supervision_late`` and ``supervision_contrast``. The report writes them; the documents
+    derive them from the kept depth_rates.csv alike."""
+    unknown = sorted(set(rates["model"]) - set(runs))
+    if unknown:
+        raise ValueError(f"depth rates of {unknown}, which is not a model of the study")
+    counts = seed_counts(
+        rates.assign(
+            objective=rates["model"].map(lambda m: runs[m][0]), seed=rates["model"].map(lambda m: int(runs[m][1]))
+        )
+    )
+    seeds = seeds_table(counts, late_depth)
+    return {
+        "counts": counts,
+        "supervision_depth": depth_table(counts),
+        "supervision_seeds": seeds,
+        "supervision_late": late_table(seeds),
+        "supervision_contrast": contrast_table(counts, seeds),
+    }
 
 
 def report_supervision(
@@ -331,11 +582,13 @@ def report_supervision(
     test_data: str | os.PathLike,
     knn: Mapping[str, Any],
     late_depth: float,
+    half_width: float,
     out: Mapping[str, str | os.PathLike],
 ) -> dict[str, pd.DataFrame]:
     """Every table, the figure and the sentences of the study (``out``: the keys of
     :data:`rollout_equality.config.paths.SUPERVISION_REPORT`). ``records``, ``heads``, ``models``, ``runs``
-    (``{objective, seed}``) and ``checkpoints`` are in one order, one per model."""
+    (``{objective, seed}``) and ``checkpoints`` are in one order, one per model; ``half_width`` is the aim for the
+    contrast's interval (config ``supervision.half_width``)."""
     from rollout_equality.condition.records import read_records
     from rollout_equality.reporting.stats import depth_rates, model_rates, with_seeds
     from rollout_equality.reporting.writers import write_csv, write_html
@@ -360,9 +613,9 @@ def report_supervision(
         "model_rates": with_seeds(model_rates(layer), layer),
         "depth_rates": depth_rates(layer),
     }
-    layer = tagged(layer)
-    tables["supervision_depth"] = depth_table(layer)
-    tables["supervision_late"] = late_table(layer, late_depth)
+    across = seed_tables(tables["depth_rates"], tag, late_depth)
+    counts = across.pop("counts")
+    tables.update(across)
     tables["heads"] = head_table(head_rows)
     tables["supervision_scores"] = scores_table(models, runs, checkpoints, train_data, test_data, knn)
     tables["checkpoints"] = checkpoints_table(models, runs, checkpoints)
@@ -372,20 +625,28 @@ def report_supervision(
         pd.concat(
             [
                 tables["supervision_scores"].assign(table="scores"),
+                tables["supervision_contrast"].assign(table="supervised minus DINO"),
                 tables["supervision_late"].assign(table="late share"),
                 tables["supervision_depth"].assign(table="rate by depth"),
             ],
             ignore_index=True,
         ),
         out["html"],
-        "Supervision study: accuracies, late share of the failures, rate by depth",
+        "Supervision study: accuracies, the contrast, late share of the failures, rate by depth (across seeds)",
     )
-    fig = figure(tables["supervision_depth"])
+    fig = figure(tables["supervision_depth"], counts)
     for key in ("pdf", "png"):
         with atomic_path(out[key]) as tmp:
             fig.savefig(tmp, format=key, dpi=150 if key == "png" else None)
     write_text(
         out["sentences"],
-        sentences(tables["supervision_depth"], tables["supervision_late"], tables["supervision_scores"], late_depth),
+        sentences(
+            tables["supervision_depth"],
+            tables["supervision_late"],
+            tables["supervision_contrast"],
+            tables["supervision_scores"],
+            late_depth,
+            half_width,
+        ),
     )
     return tables

@@ -21,6 +21,7 @@ it is measured on. On one machine and thread count, a seed gives the same weight
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
@@ -85,18 +86,47 @@ def _save(model: torch.nn.Module, vit: dict[str, Any], out_dir: str | Path, info
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_init(vit: dict[str, Any], seed: int, out_dir: str | Path, threads: int) -> None:
+def machine(code_path: str, threads: int) -> dict[str, Any]:
+    """What made a checkpoint's bits, for its ``training.json``: the processor (family and model), the code path and
+    threads this process runs, and the provenance (:func:`rollout_equality.runtime.provenance.provenance`). The study's
+    table of checkpoints keeps each one's SHA-256 beside its processor and code path, so that a machine of another
+    family can show whether it trains the same weights."""
+    from rollout_equality.runtime.code_paths import active
+    from rollout_equality.runtime.provenance import cpu_model, provenance
+
+    if active() != code_path:
+        raise RuntimeError(
+            f"this process runs code path {active()!r}, not {code_path!r}: call "
+            "rollout_equality.runtime.prelude.prelude(threads, code_path) before torch starts"
+        )
+    return {"cpu": cpu_model(), "code_path": code_path, "provenance": provenance("cpu", threads=threads)}
+
+
+def write_init(vit: dict[str, Any], seed: int, out_dir: str | Path, threads: int, code_path: str) -> None:
     """Seed ``seed``'s initialisation of the architecture ``vit`` as a checkpoint folder: the control, and where
-    every objective starts."""
-    from rollout_equality.runtime.provenance import provenance
+    every objective starts (drawn on ``code_path``, the study's, as its training runs)."""
     from rollout_equality.studies.supervision.vit import build
 
     model = build(vit, seed)
-    info = {"objective": "none", "seed": seed, "vit": vit, "provenance": provenance("cpu", threads=threads)}
+    info = {"objective": "none", "seed": seed, "vit": vit, **machine(code_path, threads)}
     _save(model, vit, out_dir, info)
     log.info(
         "initialisation of seed %d: %d parameters, at %s", seed, sum(p.numel() for p in model.parameters()), out_dir
     )
+
+
+@contextlib.contextmanager
+def _without_onednn(code_path: str):
+    """On the compatible code path, oneDNN off for the training (a context): the patch embedding's convolution then
+    runs as ATen's im2col and an MKL matrix product, under MKL's COMPATIBLE branch like every other product, instead
+    of a oneDNN kernel compiled at run time (oneDNN's JIT may choose its blocking by the processor's caches, and
+    whether that changes the bits on another family is not known). Elsewhere nothing changes."""
+    before = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = before and code_path != "compatible"
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = before
 
 
 def learning_rate(step: int, total: int, warmup: int, lr: float, min_lr: float) -> float:
@@ -125,21 +155,24 @@ def train(
     seed: int,
     out_dir: str | Path,
     threads: int,
+    code_path: str,
 ) -> dict[str, Any]:
     """Train seed ``seed``'s initialisation (the checkpoint in ``init_dir``) by ``objective`` on the prepared digits
     of ``train_data`` with ``settings`` (config ``supervision.training``) and write the checkpoint to ``out_dir``.
-    The supervised model's test accuracy (on ``test_data``) is recorded. Returns what ``training.json`` records."""
+    ``threads`` and ``code_path`` are those this process runs (:func:`rollout_equality.runtime.prelude.prelude`);
+    the code path chooses the optimiser (:func:`rollout_equality.tabular.adamw.for_code_path`). The supervised
+    model's test accuracy (on ``test_data``) is recorded. Returns what ``training.json`` records."""
     from rollout_equality.acquire.extract.timm_backend import load_timm
     from rollout_equality.runtime.files import progress
-    from rollout_equality.runtime.provenance import provenance
     from rollout_equality.runtime.threads import torch_threads
     from rollout_equality.studies.supervision import dino
     from rollout_equality.studies.supervision.augment import augment
+    from rollout_equality.tabular.adamw import for_code_path
 
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}")
     started = time.perf_counter()
-    with torch_threads(threads):
+    with torch_threads(threads), _without_onednn(code_path):
         model = load_timm(init_dir).float()
         x, y = load_digits(train_data, model)
         blank = background(model)
@@ -154,7 +187,11 @@ def train(
             teacher = copy.deepcopy(student).requires_grad_(False)
             center = torch.zeros(d["out_dim"])
             params += list(head.parameters())
-        optimiser = torch.optim.AdamW(params, lr=settings["lr"], weight_decay=settings["weight_decay"])
+        optimiser = for_code_path(  # the groups in the model's order; PortableAdamW on the compatible code path
+            torch.optim.AdamW(params, lr=settings["lr"], weight_decay=settings["weight_decay"]),
+            student if objective == "dino" else model,
+            code_path,
+        )
         steps_per_epoch = math.ceil(len(x) / settings["batch_size"])
         total = settings["epochs"] * steps_per_epoch
         warmup = settings["warmup_epochs"] * steps_per_epoch
@@ -209,6 +246,6 @@ def train(
             info["n_test"] = len(ty)
             log.info("supervised seed %d: test accuracy %.4f", seed, info["test_accuracy"])
         info["seconds"] = round(time.perf_counter() - started, 1)
-        info["provenance"] = provenance("cpu", threads=threads)
+        info.update(machine(code_path, threads))
         _save(trained.eval(), vit, out_dir, info)
     return info
