@@ -248,15 +248,19 @@ COMMANDS: dict[str, How] = {
         ),
     ),
     # docs/outputs.md, overlays/compatible.yaml
-    "python benchmarks/fingerprint.py": How(
+    ".venv/bin/python benchmarks/fingerprint.py": How(
         "dry", "minutes (tests/test_fingerprint.py runs its code paths); its --help here"
     ),
     ".venv/bin/snakemake --cores 2 offline --configfile config.yaml overlays/compatible.yaml": How(
         "dry", OFFLINE_SUITE
     ),
-    "python benchmarks/training_cost.py": How("dry", "it trains the offline suite's FT-Transformers twice (minutes)"),
-    "python benchmarks/training_under_load.py": How("dry", "it trains one table 60 times per code path (minutes)"),
-    "python benchmarks/trainings.py": How(
+    ".venv/bin/python benchmarks/training_cost.py": How(
+        "dry", "it trains the offline suite's FT-Transformers twice (minutes)"
+    ),
+    ".venv/bin/python benchmarks/training_under_load.py": How(
+        "dry", "it trains one table 60 times per code path (minutes)"
+    ),
+    ".venv/bin/python benchmarks/trainings.py": How(
         "dry", "it trains the offline suite's FT-Transformers (minutes); its --help here"
     ),
     ".venv/bin/rollout-equality compare docs/offline/compatible results/tables/offline": How("run"),

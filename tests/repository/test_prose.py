@@ -23,7 +23,7 @@ DOCUMENTS: dict[str, str | None] = {
     "docs/glossary.md": None,
     "docs/library.md": None,
     "docs/results.md": PENDING,
-    "docs/outputs.md": PENDING,
+    "docs/outputs.md": None,
 }
 """Every document the sentence test reads: the checked ones, and those pending with the reason."""
 
