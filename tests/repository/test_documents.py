@@ -291,9 +291,42 @@ def test_the_heads_section_is_generated_from_kept_head_tables(tmp_path, monkeypa
     heads = pd.read_csv(kept_folder / "head_rates.csv").set_index(["model", "token_set"])
     trained = f"{100 * heads.loc[('minilm', 'content'), 'rate']:.0f}%"
     control = f"{100 * heads.loc[('roberta_base_random', 'content'), 'rate']:.0f}%"
-    assert f"holds for {trained} of the trained models' and {control} of the untrained controls' (input, layer" in text
+    assert (
+        f"- per head: {trained} of the trained models' and {control} of the untrained controls' (input, layer" in text
+    )
     assert "FT-Transformer" not in text.split("forms the same matrices")[1] and "](offline/heads.png)" in text
-    assert "% under mean, " in text and "% under min (" in text
+    assert "% under mean, " in text and "% under min." in text
+
+
+def test_the_worked_example_of_results_is_what_numpy_computes():
+    """docs/results.md's worked example, read back from the page and recomputed with plain numpy (not the library that
+    generated it): κ(A), the one pair attaining it, its entries, the bound, κ(½(I + A)) and the slack, as stated."""
+    import re
+
+    import numpy as np
+
+    text = (kept.REPO / "docs" / "results.md").read_text().split("### A worked example", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in text.splitlines() if line.startswith("| row ")]
+    A = np.array([[float(x) for x in line.strip("| ").split(" | ")[1:]] for line in rows])
+    assert A.shape == (3, 3) and np.allclose(A.sum(axis=1), 1) and (A >= 0).all()
+
+    def tv(M):
+        return 0.5 * np.abs(M[:, None, :] - M[None, :, :]).sum(axis=-1)
+
+    kappa = tv(A).max()
+    pairs = [(i, j) for i in range(3) for j in range(i + 1, 3) if np.isclose(tv(A)[i, j], kappa)]
+    assert len(pairs) == 1
+    i, j = pairs[0]
+    dominant = A[i, i] >= A[j, i] and A[j, j] >= A[i, j]
+    half = tv(0.5 * (np.eye(3) + A)).max()
+    bound = 0.5 * (1 + kappa)
+    assert np.isclose(half, bound) == dominant  # the characterisation, on this matrix
+    assert f"κ(A) = {kappa:g}, and only rows {i + 1} and {j + 1} attain it." in text
+    assert f"A<sub>{i + 1}{i + 1}</sub> = {A[i, i]:g}" in text and f"A<sub>{j + 1}{i + 1}</sub> = {A[j, i]:g}" in text
+    assert f"the pair {'is' if dominant else 'is not'} mutually self-dominant" in text
+    assert f"the condition {'holds' if dominant else 'fails'}" in text
+    assert f"= {bound:g}." in text and f"κ(½(I + A)) = {half:g}," in text
+    assert re.search(rf"the \[slack\]\([^)]*\) is {bound - half:g}\.", text)
 
 
 def test_a_kept_time_is_what_suite_time_printed(tmp_path, monkeypatch):

@@ -30,6 +30,7 @@ from tools.documents.wording import (
     and_,
     at_most,
     cell,
+    markdown_table,
     minutes,
     pct,
     sig,
@@ -37,6 +38,10 @@ from tools.documents.wording import (
     span,
     split,
 )
+
+EXAMPLE = ((0.1, 0.8, 0.1), (0.6, 0.1, 0.3), (0.1, 0.7, 0.2))
+"""docs/results.md's worked example: a row-stochastic 3 × 3 matrix whose one pair of rows at maximal total variation
+is not mutually self-dominant (each token attends mostly to another one), so the rollout bound is strict."""
 
 
 def _claims_md(claims: pd.DataFrame) -> str:
@@ -49,6 +54,103 @@ def _claims_md(claims: pd.DataFrame) -> str:
                 f"| {cell(r.subject)} | {cell(r.paper)} | {cell(r.ours)} | {cell(r.status)} | {cell(r.note)} |"
             )
     return "\n".join(lines)
+
+
+def claim_tables(claims: pd.DataFrame, spec: dict) -> dict[str, str]:
+    """Per claim of ``claims:``, ``claims_<name>``: its rows of the claims table in Markdown (subject, paper, ours,
+    status, note), the subjects not run for one reason in one row."""
+    values = {}
+    for name, claim in spec.items():
+        rows = claims[claims["claim"] == claim["text"]]
+        out: list[tuple] = []
+        not_run = rows[rows["status"] == "not run"]
+        for (paper, note), group in not_run.groupby(["paper", "note"], sort=False):
+            out.append((", ".join(group["subject"]), paper, "", "not run", note))
+        for r in rows[rows["status"] != "not run"].itertuples():
+            out.append((r.subject, r.paper, r.ours, r.status, r.note))
+        values[f"claims_{name}"] = "\n".join(markdown_table(("subject", "paper", "ours", "status", "note"), out))
+        statuses = rows["status"].unique()
+        values[f"{name}_status"] = statuses[0] if len(statuses) == 1 else "mixed"
+    return values
+
+
+def example_values() -> dict[str, str]:
+    """The worked example of docs/results.md: :data:`EXAMPLE` as a table, and what the library's
+    :func:`rollout_equality.condition.dobrushin.equality_condition` and ``pairwise_tv`` say of it (rows counted
+    from 1)."""
+    import numpy as np
+
+    from rollout_equality.condition.dobrushin import equality_condition, pairwise_tv
+
+    A = np.array(EXAMPLE)
+    result = equality_condition(A)
+    tv = pairwise_tv(A)
+    pairs = [(i, j) for i in range(len(A)) for j in range(i + 1, len(A)) if np.isclose(tv[i, j], result.kappa)]
+    if len(pairs) != 1:
+        raise ValueError(f"the worked example should have one pair at maximal total variation, not {pairs}")
+    i, j = pairs[0]
+    dominant = A[i, i] >= A[j, i] and A[j, j] >= A[i, j]
+    if dominant != result.holds:
+        raise ValueError("the worked example's pair and the library disagree on the condition")
+    half = pairwise_tv(0.5 * (np.eye(len(A)) + A))
+    hi, hj = np.unravel_index(np.argmax(half), half.shape)
+    rows = [(f"row {r + 1}", *(f"{x:g}" for x in row)) for r, row in enumerate(A)]
+    header = ("A", *(f"column {c + 1}" for c in range(len(A))))
+    return {
+        "example_matrix": "\n".join(markdown_table(header, rows)),
+        "example_n": str(len(A)),
+        "example_kappa": f"{result.kappa:.3g}",
+        "example_i": str(i + 1),
+        "example_j": str(j + 1),
+        "example_a_ii": f"{A[i, i]:g}",
+        "example_a_ji": f"{A[j, i]:g}",
+        "example_a_jj": f"{A[j, j]:g}",
+        "example_a_ij": f"{A[i, j]:g}",
+        "example_dominant": "is" if dominant else "is not",
+        "example_holds": "holds" if result.holds else "fails",
+        "example_bound": f"{result.bound:.3g}",
+        "example_kappa_half": f"{result.kappa_half:.3g}",
+        "example_half_pair": f"rows {min(hi, hj) + 1} and {max(hi, hj) + 1}",
+        "example_slack": f"{result.slack:.3g}",
+    }
+
+
+def runs_table(config: dict, rates: pd.DataFrame) -> str:
+    """Every run of the offline suite's kept rates, one row each: the model, what it is (an out-of-sample model's
+    label in ``claims:``, the hub model an untrained control copies, an FT-Transformer's seed), its data set,
+    inputs, input-layer pairs and rates on content / all tokens."""
+    kinds = model_kinds(config["models"])
+    labels = {m: label for c in config["claims"].values() for m, label in c.get("out_of_sample", {}).items()}
+    rows = []
+    order = {"trained": 0, "untrained control": 1, "FT-Transformer": 2}
+
+    def what(model: str, seed) -> tuple[str, str]:
+        if pd.notna(seed):
+            return "FT-Transformer", f"FT-Transformer, seed {int(seed)}"
+        if kinds.get(model) == "untrained control":
+            copied = config["models"].get(model.removesuffix("_random"), {}).get("hub", {}).get("id", model)
+            return "untrained control", f"{copied}, random weights"
+        return "trained", labels.get(model, model)
+
+    for (model, dataset), run in rates.groupby(["model", "dataset"], sort=False):
+        by = run.set_index("token_set")
+        kind, label = what(model, run["seed"].iloc[0])
+        rows.append(
+            (
+                order[kind],
+                f"`{model}`",
+                kind,
+                label,
+                f"`{dataset}`",
+                f"{int(by.loc['content', 'inputs']):,}",
+                f"{int(by.loc['content', 'pairs']):,}",
+                f"{pct(by.loc['content', 'rate'])}%",
+                f"{pct(by.loc['all', 'rate'])}%",
+            )
+        )
+    rows.sort(key=lambda r: r[0])
+    header = ("model", "kind", "what it is", "data", "inputs", "input-layer pairs", "content", "all tokens")
+    return "\n".join(markdown_table(header, [r[1:] for r in rows]))
 
 
 def results_values() -> dict[str, str]:
@@ -72,6 +174,10 @@ def results_values() -> dict[str, str]:
     values.update(onnx_values(rates, depth, special.set_index("model"), verdicts, config["claims"]))
     values.update(analysis_values())
     values["claims_table"] = _claims_md(verdicts)
+    values.update(claim_tables(verdicts, config["claims"]))
+    values.update(example_values())
+    values["runs_table"] = runs_table(config, rates)
+    values.update(dynamics_summary())
     values["trained_weights_table"] = trained_weights_md(config)
     kept = pd.read_csv(OFFLINE / "trained_weights.csv").dropna(subset=["mirror_vs_others"]).set_index("weights")
     values.update({f"mirror_{arm}": pct(share, 0) + "%" for arm, share in kept["mirror_vs_others"].items()})
@@ -80,13 +186,22 @@ def results_values() -> dict[str, str]:
 
 def claim_values(claims: dict) -> dict[str, str]:
     """Per claim of ``claims:`` with a range: ``<claim>_claim``, the range in percent (``24%–30%``), and
-    ``<claim>_low``, its lower end in percent (``90``)."""
+    ``<claim>_low``, its lower end in percent (``90``), and ``<claim>_paper`` as the claims table states it; per claim of late failures, its ``<claim>_early_depth`` and
+    ``<claim>_min_rate`` (in percent); the random-matrix claim's ``<claim>_min_n``."""
+    from rollout_equality.reporting.claims import paper_range
+
     values = {}
     for name, claim in claims.items():
         if "range" in claim:
             low, high = claim["range"]
             values[f"{name}_claim"] = f"{low:.0%}–{high:.0%}"
             values[f"{name}_low"] = f"{100 * low:.0f}"
+            values[f"{name}_paper"] = paper_range(claim)  # as the claims table states it (a narrow range: 91%)
+        if "min_n" in claim:
+            values[f"{name}_min_n"] = str(claim["min_n"])
+        if "early_depth" in claim:
+            values[f"{name}_early_depth"] = f"{claim['early_depth']:g}"
+            values[f"{name}_min_rate"] = f"{100 * claim['min_rate']:g}"
     return values
 
 
@@ -150,8 +265,12 @@ def control_values(config: dict, rates: pd.DataFrame) -> dict[str, str]:
     runs = rates[[(m, d) in limited for m, d in zip(rates["model"], rates["dataset"])]]
     modality = runs["dataset"].map(lambda dataset: config["datasets"][dataset]["modality"])
     images = runs[modality == "image"]
+    lowest, highest = runs.loc[runs["rate"].idxmin()], runs.loc[runs["rate"].idxmax()]
     values = {
         "controls": span(runs["rate"]),
+        "controls_count": str(runs["model"].nunique()),
+        "controls_lowest": f"`{lowest['model']}` ({lowest['token_set']} tokens)",
+        "controls_highest": f"`{highest['model']}` ({highest['token_set']} tokens)",
         "controls_half_width": pct(((images["ci_high"] - images["ci_low"]) / 2).max()),
     }
     values.update({f"controls_{m}_inputs": str(int(runs.loc[modality == m, "inputs"].max())) for m in set(modality)})
@@ -257,22 +376,42 @@ def heads_section() -> str:
     mean_kind = [f"{r} of {whose[k]}" for k in whose if (r := rates(mean, k)) is not None]
     under = [f"{by_fusion[f]} under {f}" for f in FUSIONS if f in by_fusion]
     lines = [
-        "The paper tests head-averaged attention (mean fusion). The offline "
-        "suite also tests every head's own attention and the entrywise max and min over heads, each row "
-        "renormalised to sum to 1 (config `analysis`; vit-explain's `head_fusion` forms the same matrices). On "
-        f"content tokens the condition holds for {and_(per_kind)} (input, layer, head) triples, against "
-        f"{and_(mean_kind)} head-averaged (input, layer) pairs.",
+        "The paper tests head-averaged attention, the mean [fusion](glossary.md#fusion).",
+        "The offline suite also tests each head's own attention, and the entrywise max and min over heads.",
+        "The max and min renormalise each row to sum to 1; vit-explain's `head_fusion` forms the same matrices.",
+        "Config `analysis` sets which.",
         "",
-        f"Over every model, the head average holds while some head fails in {pct(rescued)}% of the (input, layer) "
-        f"pairs, and fails while every head holds in {pct(broken)}%: where the condition holds on the average, "
-        f"{'averaging the heads' if rescued > broken else 'the heads themselves'} makes the difference more often. "
-        f"Across the models the rate on content tokens is {and_(under)} "
-        f"(`{HEAD_TABLES['fusions'].format(suite='offline')}` also gives the rollout's κ and product bound under "
-        "each fusion).",
+        "On content tokens the condition holds for:",
+        "",
+        f"- per head: {and_(per_kind)} (input, layer, head) triples;",
+        f"- head-averaged: {and_(mean_kind)} (input, layer) pairs.",
+        "",
+        f"Across the models the rate on content tokens is {and_(under)}.",
+        f"`{HEAD_TABLES['fusions'].format(suite='offline')}` also gives the rollout's κ and product bound under each "
+        "fusion.",
         "",
         "![Per-head rate by layer and head, trained models above their untrained controls](offline/heads.png)",
+        "",
+        "*One panel per run: the rate per layer (across) and head (up), the trained models above their untrained "
+        "controls.*",
+        "",
+        f"**What it means.** The head average holds while some head fails in {pct(rescued)}% of the (input, layer) "
+        "pairs.",
+        f"It fails while every head holds in {pct(broken)}%.",
+        "So where the condition holds on the average, "
+        f"{'averaging the heads' if rescued > broken else 'the heads themselves'} makes the difference more often.",
     ]
     return "\n".join(lines)
+
+
+def dynamics_summary() -> dict[str, str]:
+    """The few numbers of the dynamics study (:func:`tools.documents.dynamics.dynamics_values`, from its kept tables)
+    that docs/results.md's summary of it quotes, under ``dyn_<name>``."""
+    from tools.documents.dynamics import dynamics_values
+
+    values = dynamics_values()
+    keys = ("radius_error", "stable_beta", "bipartite_n", "albert_trained_depth", "albert_kappa_depth", "albert_holds")
+    return {f"dyn_{key}": values[key] for key in keys}
 
 
 def analysis_values() -> dict[str, str]:
@@ -383,21 +522,20 @@ def onnx_values(
         ("dinov2_small_imgfocus", "the trained ViT"),
     ):
         rows = shares[shares["model"] == model]
+        title = name[0].upper() + name[1:]
         if rows.empty:
             continue
         if (rows["failing_all"] == 0).all():
             where = "" if len(rows) == 1 else " on any of its photographs"
-            said.append(
-                f" {name[0].upper()}{name[1:]} has no pair failing on all tokens{where}, nothing to account for."
-            )
+            said.append(f"- **{title}**: no pair fails on all tokens{where}, so nothing is left to account for.")
             continue
         for r in rows.itertuples():
             on = "" if len(rows) == 1 else f" on `{r.dataset}`"
             if r.failing_all == 0:
-                said.append(f" {name[0].upper()}{name[1:]}{on} has no pair failing on all tokens.")
+                said.append(f"- **{title}**{on}: no pair fails on all tokens.")
             else:
-                said.append(f" In {name}{on}, {int(r.content_holds):,} of {int(r.failing_all):,} do ({pct(r.share)}%).")
-    v["onnx_special"] = "".join(said)
+                said.append(f"- **{title}**{on}: {int(r.content_holds):,} of {int(r.failing_all):,} ({pct(r.share)}%).")
+    v["onnx_special"] = "\n".join(said)
     return v
 
 
