@@ -218,27 +218,27 @@ COMMANDS: dict[str, How] = {
         "run"
     ),
     # docs/library.md
-    "python benchmarks/half_precision.py": How(
+    ".venv/bin/python benchmarks/half_precision.py": How(
         "dry", "minutes (MiniLM on 200 inputs, three times); tests/condition/test_from_model.py checks six inputs"
     ),
-    "rollout-equality COMMAND --help": How(
+    ".venv/bin/rollout-equality COMMAND --help": How(
         "run",
         "each command",
         runs=tuple(
-            f"rollout-equality {c} --help"
+            f".venv/bin/rollout-equality {c} --help"
             for c in ("condition", "baseline", "prepare", "measure", "check-sources", "slurm-profile", "compare")
         ),
     ),
-    "rollout-equality --version": How("run"),
-    "rollout-equality condition matrix.npy": How("run"),
-    "rollout-equality baseline --n 4 16 --trials 1000 --seed 0 --out b.csv": How("run"),
-    "rollout-equality measure --model MODEL (--data DIR | --texts FILE | --images FILE...) --out r.parquet": How(
+    ".venv/bin/rollout-equality --version": How("run"),
+    ".venv/bin/rollout-equality condition matrix.npy": How("run"),
+    ".venv/bin/rollout-equality baseline --n 4 16 --trials 1000 --seed 0 --out b.csv": How("run"),
+    ".venv/bin/rollout-equality measure --model MODEL (--data DIR | --texts FILE | --images FILE...) --out r.parquet": How(
         "run",
         "a synopsis: a trained text model on a text file, an untrained image control on two photographs (--data reads "
         "the folder a workflow run prepared)",
         runs=(
-            "rollout-equality measure --model minilm --texts lines.txt --out r.parquet",
-            "rollout-equality measure --model dinov2_small_random --images a.jpg b.jpg --out r.parquet",
+            ".venv/bin/rollout-equality measure --model minilm --texts lines.txt --out r.parquet",
+            ".venv/bin/rollout-equality measure --model dinov2_small_random --images a.jpg b.jpg --out r.parquet",
         ),
     ),
     # docs/outputs.md, overlays/compatible.yaml

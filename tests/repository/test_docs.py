@@ -285,8 +285,6 @@ def test_documented_hub_commands_pin_the_commits_config_yaml_pins():
 
 # --- files the documents name ------------------------------------------------------------------------------------
 
-PENDING_DOCUMENTS = ("docs/library.md",)
-"""Rewritten on the merged code after issues 57-60 (issue 62, second part): their bare commands stay until then."""
 NAMING = [
     *(d for d in DOCUMENTS if d.name != "CHANGELOG.md"),  # the history names files as they were
     REPO / "config.yaml",
@@ -380,7 +378,7 @@ def test_commands_are_written_with_the_environment_s_programs():
     from documented import documented_commands
 
     bare = {
-        command: [d for d in where if d not in PENDING_DOCUMENTS]
+        command: where
         for command, where in documented_commands().items()
         if not command.startswith((".venv/bin/", "git clone ", "python3 -m venv ", "--config"))
     }
